@@ -1,0 +1,41 @@
+"""Build the Cython extensions: every .pyx under spacy_structpref/ becomes one
+module, compiled with numpy headers and optimisation flags."""
+import sys
+from pathlib import Path
+
+import numpy
+from Cython.Build import cythonize
+from setuptools import Extension, setup
+
+ROOT = Path(__file__).parent
+COMPILE_ARGS = ["-O3", "-fno-strict-aliasing"] if sys.platform != "win32" else ["/O2"]
+
+
+def find_extensions():
+    extensions = []
+    for pyx in sorted((ROOT / "spacy_structpref").rglob("*.pyx")):
+        rel = pyx.relative_to(ROOT).with_suffix("")
+        extensions.append(
+            Extension(
+                ".".join(rel.parts),
+                [str(pyx.relative_to(ROOT))],
+                include_dirs=[numpy.get_include()],
+                extra_compile_args=COMPILE_ARGS,
+                define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
+            )
+        )
+    return extensions
+
+
+setup(
+    ext_modules=cythonize(
+        find_extensions(),
+        language_level=3,
+        compiler_directives={
+            "boundscheck": False,
+            "wraparound": False,
+            "cdivision": True,
+            "initializedcheck": False,
+        },
+    ),
+)

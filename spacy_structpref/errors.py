@@ -1,0 +1,17 @@
+"""Exceptions with messages that name the problem."""
+
+
+class StructPrefError(ValueError):
+    """Base class for every input error raised by spacy-structpref."""
+
+
+class BracketError(StructPrefError):
+    """A bracketed tree string is malformed."""
+
+
+class TreeDocMismatch(StructPrefError):
+    """A tree's leaves do not match the words of the Doc it is put on."""
+
+
+class CorpusError(StructPrefError):
+    """An unknown corpus name, or corpus data that cannot be found."""

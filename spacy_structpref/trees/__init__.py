@@ -1,0 +1,15 @@
+"""Trees and forests: brackets, normalisation, trees on Docs, compact arrays,
+packed forests."""
+from .arrays import SymbolTable, TreeArrays, trees_to_arrays
+from .brackets import parse_bracketed, to_bracketed
+from .doc import SPANS_KEY, doc_to_tree, register_extensions, set_tree, tree_to_doc
+from .forest import Forest, ForestBuilder
+from .normalize import normalize_tree, strip_function_tags
+
+register_extensions()
+
+__all__ = [
+    "SPANS_KEY", "Forest", "ForestBuilder", "SymbolTable", "TreeArrays", "doc_to_tree",
+    "normalize_tree", "parse_bracketed", "register_extensions", "set_tree", "strip_function_tags",
+    "to_bracketed", "tree_to_doc", "trees_to_arrays",
+]

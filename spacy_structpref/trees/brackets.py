@@ -1,0 +1,66 @@
+"""Reading and writing bracketed trees, with errors that say where they break."""
+from typing import List
+
+from nltk.tree import Tree
+
+from ..errors import BracketError
+
+
+def _tokenize(text: str) -> List[str]:
+    return text.replace("(", " ( ").replace(")", " ) ").split()
+
+
+def parse_bracketed(text: str) -> Tree:
+    """Parse one bracketed tree, e.g. ``(S (NP (DT the) (NN dog)) (VP (VBZ barks)))``.
+
+    PTB's unlabeled outer bracket ``( (S ...) )`` is read with the empty label;
+    :func:`normalize_tree` turns it into ``TOP``.
+    """
+    if not isinstance(text, str):
+        raise BracketError(f"expected a bracketed tree string, got {type(text).__name__}")
+    toks = _tokenize(text)
+    if not toks:
+        raise BracketError("empty bracketed tree string")
+    if toks[0] != "(":
+        raise BracketError(f"a bracketed tree must start with '(', got {toks[0]!r}")
+    stack: List[list] = []
+    root = None
+    i = 0
+    while i < len(toks):
+        tok = toks[i]
+        if tok == "(":
+            if root is not None:
+                raise BracketError(f"text continues after the tree closed at token {i}: {' '.join(toks[i:i + 5])!r}")
+            label = ""
+            if i + 1 < len(toks) and toks[i + 1] not in "()":
+                label = toks[i + 1]
+                i += 1
+            stack.append([label, []])
+        elif tok == ")":
+            if not stack:
+                raise BracketError(f"unbalanced ')' at token {i} of {text[:80]!r}")
+            label, kids = stack.pop()
+            if not kids:
+                raise BracketError(f"constituent {label or '(unlabeled)'!r} has no children")
+            node = Tree(label, kids)
+            if stack:
+                stack[-1][1].append(node)
+            else:
+                root = node
+        else:
+            if not stack:
+                raise BracketError(f"word {tok!r} outside any bracket")
+            if root is not None:
+                raise BracketError(f"text continues after the tree closed: {tok!r}")
+            stack[-1][1].append(tok)
+        i += 1
+    if stack:
+        raise BracketError(f"{len(stack)} unclosed '(' in {text[:80]!r}")
+    return root
+
+
+def to_bracketed(tree: Tree) -> str:
+    """One-line bracketed form of a tree (the inverse of :func:`parse_bracketed`)."""
+    if not isinstance(tree, Tree):
+        return str(tree)
+    return "(" + tree.label() + " " + " ".join(to_bracketed(k) for k in tree) + ")"

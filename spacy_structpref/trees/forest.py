@@ -1,0 +1,267 @@
+"""Packed parse forests: hypergraphs over token spans (SPEC §3).
+
+Nodes are ``label[start, end)`` items; a hyperedge ``head <- (tail_1 .. tail_k)``
+carries its rule (a production id of the shared :class:`SymbolTable`, so
+preterminal rules include the word) and its rule probability ``P(e)``. Tail
+references follow :mod:`.arrays`: ``t >= 0`` is a node, ``t < 0`` the word at
+token ``-t - 1`` (a word has inside 1 and no hyperedges).
+
+Nodes are numbered bottom-up: every tail node id is smaller than its head's
+id, and the root is a node with no incoming use. ``state`` keeps a parser's
+own (e.g. parent-annotated) state id per node; ``label`` is always the
+treebank label, the one kernels compare.
+
+Inside ``β`` and outside ``α`` are held in log space, so long sentences
+neither underflow nor overflow. Kernels use the quantities that stay in
+[0, 1]: the node posterior ``μ(v) = α(v)β(v)/β(root)`` and the conditional
+edge probability ``q(e) = P(e) Π β(tails) / β(head)``.
+"""
+from typing import Iterator, List, Optional, Sequence, Tuple
+
+import numpy as np
+from nltk.tree import Tree
+
+from ..errors import StructPrefError
+from .arrays import INT, SymbolTable, TreeArrays
+
+
+class Forest:
+    __slots__ = (
+        "label", "start", "end", "state",
+        "head", "tail_start", "tails", "rule", "prob",
+        "root", "n_words", "symbols",
+        "log_inside", "log_outside",
+    )
+
+    def __init__(self, label, start, end, head, tail_start, tails, rule, prob, root,
+                 n_words, symbols: SymbolTable, state=None):
+        self.label = np.ascontiguousarray(label, dtype=INT)
+        self.start = np.ascontiguousarray(start, dtype=INT)
+        self.end = np.ascontiguousarray(end, dtype=INT)
+        n = len(self.label)
+        self.state = (np.full(n, -1, dtype=INT) if state is None
+                      else np.ascontiguousarray(state, dtype=INT))
+        self.head = np.ascontiguousarray(head, dtype=INT)
+        self.tail_start = np.ascontiguousarray(tail_start, dtype=INT)
+        self.tails = np.ascontiguousarray(tails, dtype=INT)
+        self.rule = np.ascontiguousarray(rule, dtype=INT)
+        self.prob = np.ascontiguousarray(prob, dtype=np.float64)
+        self.root = int(root) if root is not None else -1
+        self.n_words = int(n_words)
+        self.symbols = symbols
+        self.log_inside: Optional[np.ndarray] = None
+        self.log_outside: Optional[np.ndarray] = None
+        self._validate()
+
+    # ------------------------------------------------------------------ checks
+    def _validate(self) -> None:
+        n, e = self.n_nodes, self.n_edges
+        if n == 0:
+            raise StructPrefError("a forest needs at least one node")
+        if not 0 <= self.root < n:
+            raise StructPrefError(f"the forest has no root (root={self.root}, {n} nodes)")
+        for name in ("start", "end", "state"):
+            if len(getattr(self, name)) != n:
+                raise StructPrefError(f"forest array {name!r} has {len(getattr(self, name))} entries for {n} nodes")
+        if len(self.tail_start) != e + 1 or len(self.rule) != e or len(self.prob) != e:
+            raise StructPrefError("forest edge arrays (tail_start, rule, prob) do not match the number of hyperedges")
+        if e and (self.head.min() < 0 or self.head.max() >= n):
+            raise StructPrefError("a hyperedge head is not a node of the forest")
+        for k in range(e):
+            tails = self.edge_tails(k)
+            if len(tails) == 0:
+                raise StructPrefError(f"hyperedge {k} has no tails")
+            if np.any(tails >= self.head[k]):
+                raise StructPrefError(f"hyperedge {k}: tail nodes must be numbered below their head (bottom-up order)")
+            if np.any(tails < -self.n_words):
+                raise StructPrefError(f"hyperedge {k} refers to a word outside the sentence")
+        if np.any(self.prob < 0):
+            raise StructPrefError("hyperedge probabilities must be non-negative")
+
+    # ------------------------------------------------------------- structure
+    @property
+    def n_nodes(self) -> int:
+        return len(self.label)
+
+    @property
+    def n_edges(self) -> int:
+        return len(self.head)
+
+    def edge_tails(self, edge: int) -> np.ndarray:
+        return self.tails[self.tail_start[edge]:self.tail_start[edge + 1]]
+
+    def incoming(self) -> List[List[int]]:
+        """Hyperedge ids per head node."""
+        out: List[List[int]] = [[] for _ in range(self.n_nodes)]
+        for k, h in enumerate(self.head):
+            out[h].append(k)
+        return out
+
+    # ------------------------------------------------------- inside/outside
+    def compute_inside_outside(self) -> "Forest":
+        """Fill ``log_inside``/``log_outside`` (numpy, log space; the parser
+        fills the same slots from its Cython chart)."""
+        n = self.n_nodes
+        log_prob = np.log(np.maximum(self.prob, 1e-300))
+        log_prob[self.prob == 0] = -np.inf
+        inside = np.full(n, -np.inf)
+        edge_score = np.empty(self.n_edges)
+        order = np.argsort(self.head, kind="stable")  # heads ascend: tails are done first
+        for k in order:
+            tails = self.edge_tails(k)
+            s = log_prob[k] + inside[tails[tails >= 0]].sum()
+            edge_score[k] = s
+            inside[self.head[k]] = np.logaddexp(inside[self.head[k]], s)
+        outside = np.full(n, -np.inf)
+        outside[self.root] = 0.0
+        for k in order[::-1]:
+            h = self.head[k]
+            if outside[h] == -np.inf:
+                continue
+            base = outside[h] + edge_score[k]
+            for t in self.edge_tails(k):
+                if t >= 0:
+                    outside[t] = np.logaddexp(outside[t], base - inside[t])
+        if inside[self.root] == -np.inf:
+            raise StructPrefError("the forest's root has zero inside probability")
+        self.log_inside, self.log_outside = inside, outside
+        return self
+
+    def _require_scores(self) -> None:
+        if self.log_inside is None:
+            self.compute_inside_outside()
+
+    @property
+    def log_total(self) -> float:
+        """log β(root): the total probability of all trees in the forest."""
+        self._require_scores()
+        return float(self.log_inside[self.root])
+
+    def node_posterior(self) -> np.ndarray:
+        self._require_scores()
+        return np.exp(self.log_inside + self.log_outside - self.log_total)
+
+    def edge_given_head(self) -> np.ndarray:
+        """``q(e) = P(e) Π β(tails) / β(head)``: the probability of choosing e
+        below its head."""
+        self._require_scores()
+        out = np.zeros(self.n_edges)
+        for k in range(self.n_edges):
+            tails = self.edge_tails(k)
+            if self.prob[k] > 0:
+                out[k] = np.exp(np.log(self.prob[k]) + self.log_inside[tails[tails >= 0]].sum()
+                                - self.log_inside[self.head[k]])
+        return out
+
+    def edge_posterior(self) -> np.ndarray:
+        return self.edge_given_head() * self.node_posterior()[self.head]
+
+    # ------------------------------------------------------------ enumeration
+    def trees(self, words: Sequence[str] = None) -> Iterator[Tuple[float, Tree]]:
+        """Every tree of the forest with its probability ``Π P(e)`` (unnormalised).
+
+        Exponential: meant for small forests and tests, as the slow reference."""
+        incoming = self.incoming()
+        words = list(words) if words is not None else None
+        memo = {}
+
+        def expand(v: int) -> List[Tuple[float, Tree]]:
+            if v in memo:
+                return memo[v]
+            out = []
+            for k in incoming[v]:
+                partial = [(self.prob[k], [])]
+                _, kid_syms = self.symbols.productions[self.rule[k]]
+                for t, sym in zip(self.edge_tails(k), kid_syms):
+                    if t < 0:
+                        w = words[-t - 1] if words is not None else self.symbols.words[-sym - 1]
+                        partial = [(p, kids + [w]) for p, kids in partial]
+                    else:
+                        partial = [(p * q, kids + [sub]) for p, kids in partial for q, sub in expand(t)]
+                lab = self.symbols.labels[self.label[v]]
+                out.extend((p, Tree(lab, kids)) for p, kids in partial)
+            memo[v] = out
+            return out
+
+        yield from expand(self.root)
+
+    # ------------------------------------------------------------ conversions
+    @classmethod
+    def from_tree_arrays(cls, tree: TreeArrays) -> "Forest":
+        """A tree is a forest with exactly one hyperedge (probability 1) per node."""
+        n = tree.n_nodes
+        return cls(tree.label, tree.start, tree.end, np.arange(n), tree.child_start,
+                   tree.children, tree.prod, np.ones(n), n - 1, tree.n_words, tree.symbols)
+
+    def to_dict(self) -> dict:
+        """msgpack-serialisable form (symbols are referenced by strings so a
+        forest can be read back against any table)."""
+        sym = self.symbols
+        return {
+            "labels": [sym.labels[i] for i in self.label],
+            "start": self.start.tolist(), "end": self.end.tolist(), "state": self.state.tolist(),
+            "head": self.head.tolist(), "tail_start": self.tail_start.tolist(),
+            "tails": self.tails.tolist(),
+            "rules": [sym.production_str(r) for r in self.rule],
+            "prob": self.prob.tolist(), "root": self.root, "n_words": self.n_words,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict, symbols: SymbolTable) -> "Forest":
+        label = [symbols.label_id(lab) for lab in data["labels"]]
+        tails = np.asarray(data["tails"], dtype=INT)
+        tail_start = np.asarray(data["tail_start"], dtype=INT)
+        rule = []
+        for k, text in enumerate(data["rules"]):
+            lhs, _, rhs = text.partition(" -> ")
+            kid_syms = []
+            for t, tok in zip(tails[tail_start[k]:tail_start[k + 1]], rhs.split(" ")):
+                kid_syms.append(symbols.label_id(tok) if t >= 0 else -(symbols.word_id(tok) + 1))
+            rule.append(symbols.production_id(symbols.label_id(lhs), kid_syms))
+        return cls(label, data["start"], data["end"], data["head"], tail_start, tails, rule,
+                   data["prob"], data["root"], data["n_words"], symbols, state=data["state"])
+
+
+class ForestBuilder:
+    """Incremental construction: add nodes bottom-up, then hyperedges."""
+
+    def __init__(self, symbols: SymbolTable, n_words: int) -> None:
+        self.symbols = symbols
+        self.n_words = n_words
+        self.label: List[int] = []
+        self.start: List[int] = []
+        self.end: List[int] = []
+        self.state: List[int] = []
+        self.edges: List[Tuple[int, List[int], int, float]] = []
+
+    def add_node(self, label: str, start: int, end: int, state: int = -1) -> int:
+        self.label.append(self.symbols.label_id(label))
+        self.start.append(start)
+        self.end.append(end)
+        self.state.append(state)
+        return len(self.label) - 1
+
+    def add_edge(self, head: int, tails: Sequence[int], prob: float, words: Sequence[str] = None) -> int:
+        """``tails``: node ids (>= 0) or word refs (< 0); ``words`` supplies the
+        sentence so that preterminal rules include their word."""
+        kid_syms = []
+        for t in tails:
+            if t >= 0:
+                kid_syms.append(self.label[t])
+            else:
+                if words is None:
+                    raise StructPrefError("a hyperedge with word tails needs the sentence's words")
+                kid_syms.append(-(self.symbols.word_id(words[-t - 1]) + 1))
+        rule = self.symbols.production_id(self.label[head], kid_syms)
+        self.edges.append((head, list(tails), rule, prob))
+        return len(self.edges) - 1
+
+    def build(self, root: int) -> Forest:
+        tail_start = [0]
+        tails: List[int] = []
+        for _, ts, _, _ in self.edges:
+            tails.extend(ts)
+            tail_start.append(len(tails))
+        return Forest(self.label, self.start, self.end, [e[0] for e in self.edges], tail_start, tails,
+                      [e[2] for e in self.edges], [e[3] for e in self.edges], root, self.n_words,
+                      self.symbols, state=self.state)
