@@ -6,8 +6,11 @@ from .readers import (
     brown_sentences,
     check_nltk_data,
     corpus_docs,
+    corpus_items,
+    item_to_doc,
     ptb_trees,
+    use_nltk_data,
 )
 
 __all__ = ["CORPORA", "SPLITS", "basque_sentences", "brown_sentences", "check_nltk_data",
-           "corpus_docs", "ptb_trees"]
+           "corpus_docs", "corpus_items", "item_to_doc", "ptb_trees", "use_nltk_data"]

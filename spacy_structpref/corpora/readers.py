@@ -103,23 +103,45 @@ def brown_sentences(limit: int = None) -> List[TaggedSentence]:
     return [list(s) for s in sents]
 
 
-def corpus_docs(name: str, split: str, vocab, limit: int = None):
-    """Docs of one corpus split: PTB with tags and constituents, Basque and
-    Brown with tags. Brown has no fixed split: every 10th sentence (index % 10
-    == 9) is test, index % 10 == 8 is dev, the rest train."""
+def use_nltk_data(path) -> None:
+    """Make ``path`` an NLTK data root (first in the search order), as setting
+    ``NLTK_DATA`` would."""
+    import nltk
+
+    path = os.fspath(path)
+    os.environ["NLTK_DATA"] = path
+    if path not in nltk.data.path:
+        nltk.data.path.insert(0, path)
+
+
+def corpus_items(name: str, split: str, limit: int = None) -> list:
+    """The raw items of a corpus split: normalised trees for ``ptb``, (word,
+    tag) sentences for ``basque`` and ``brown``. Brown has no fixed split:
+    sentence index % 10 == 9 is test, == 8 is dev, the rest train."""
+    if name == "ptb":
+        return ptb_trees(split)[:limit]
+    if name == "basque":
+        return basque_sentences(split)[:limit]
+    if name == "brown":
+        _check_split(split, SPLITS)
+        wanted = {"train": set(range(8)), "dev": {8}, "test": {9}}[split]
+        return [s for i, s in enumerate(brown_sentences()) if i % 10 in wanted][:limit]
+    raise CorpusError(f"unknown corpus {name!r}; expected one of {', '.join(CORPORA)}")
+
+
+def item_to_doc(vocab, item):
+    """A Doc from a corpus item: words, tags, and constituents for trees."""
     from spacy.tokens import Doc
 
     from ..trees.doc import tree_to_doc
 
-    if name == "ptb":
-        trees = ptb_trees(split)[:limit]
-        return [tree_to_doc(vocab, t) for t in trees]
-    if name == "basque":
-        sents = basque_sentences(split)[:limit]
-    elif name == "brown":
-        _check_split(split, SPLITS)
-        wanted = {"train": set(range(8)), "dev": {8}, "test": {9}}[split]
-        sents = [s for i, s in enumerate(brown_sentences()) if i % 10 in wanted][:limit]
-    else:
-        raise CorpusError(f"unknown corpus {name!r}; expected one of {', '.join(CORPORA)}")
-    return [Doc(vocab, words=[w for w, _ in s], tags=[t for _, t in s]) for s in sents]
+    if isinstance(item, Tree):
+        return tree_to_doc(vocab, item)
+    if not item:
+        raise CorpusError("empty sentence in corpus")
+    return Doc(vocab, words=[w for w, _ in item], tags=[t for _, t in item])
+
+
+def corpus_docs(name: str, split: str, vocab, limit: int = None):
+    """Docs of one corpus split (see :func:`corpus_items`)."""
+    return [item_to_doc(vocab, item) for item in corpus_items(name, split, limit)]

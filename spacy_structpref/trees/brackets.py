@@ -48,10 +48,10 @@ def parse_bracketed(text: str) -> Tree:
             else:
                 root = node
         else:
-            if not stack:
-                raise BracketError(f"word {tok!r} outside any bracket")
             if root is not None:
                 raise BracketError(f"text continues after the tree closed: {tok!r}")
+            if not stack:
+                raise BracketError(f"word {tok!r} outside any bracket")
             stack[-1][1].append(tok)
         i += 1
     if stack:

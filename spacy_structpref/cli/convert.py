@@ -1,0 +1,44 @@
+"""Corpus → .spacy conversion with a progress bar and a summary table."""
+from pathlib import Path
+from typing import Dict, List, Optional
+
+from wasabi import msg
+
+
+def convert(corpus: str, output_dir: Path, limit: Optional[int] = None) -> List[Dict[str, object]]:
+    import spacy
+    from spacy.tokens import DocBin
+    from tqdm import tqdm
+
+    from ..corpora import SPLITS, corpus_items, item_to_doc
+    from ..corpora.readers import CORPORA
+    from ..errors import CorpusError
+    from ..trees.doc import SPANS_KEY
+
+    if corpus not in CORPORA:
+        raise CorpusError(f"unknown corpus {corpus!r}; expected one of {', '.join(CORPORA)}")
+    nlp = spacy.blank("eu" if corpus == "basque" else "en")
+    output_dir = Path(output_dir)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for split in SPLITS:
+        items = corpus_items(corpus, split, limit)
+        docbin = DocBin(store_user_data=True)
+        tokens = constituents = 0
+        tags = set()
+        for item in tqdm(items, desc=f"{corpus}/{split}", unit="sent", leave=False):
+            doc = item_to_doc(nlp.vocab, item)
+            docbin.add(doc)
+            tokens += len(doc)
+            tags.update(t.tag_ for t in doc)
+            constituents += len(doc.spans[SPANS_KEY]) if SPANS_KEY in doc.spans else 0
+        path = output_dir / f"{split}.spacy"
+        tmp = path.with_suffix(".spacy.part")
+        docbin.to_disk(tmp)
+        tmp.replace(path)  # never leave a half-written corpus file
+        rows.append({"split": split, "sentences": len(items), "tokens": tokens, "tags": len(tags),
+                     "constituents": constituents, "file": str(path)})
+    msg.table([[r[k] for k in ("split", "sentences", "tokens", "tags", "constituents", "file")] for r in rows],
+              header=("split", "sentences", "tokens", "tags", "constituents", "file"),
+              aligns=("l", "r", "r", "r", "r", "l"), divider=True, title=f"{corpus} corpus")
+    return rows

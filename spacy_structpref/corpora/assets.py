@@ -1,0 +1,80 @@
+"""The public NLTK data packages the project uses, with their checksums, and a
+fetcher that copies them from a local NLTK data root (offline) or downloads
+them from NLTK's public data repository."""
+import hashlib
+import os
+import shutil
+import tempfile
+import urllib.request
+from pathlib import Path
+from typing import Dict, Iterable, List, Optional
+
+import nltk
+
+from ..errors import CorpusError
+
+NLTK_DATA_URL = "https://raw.githubusercontent.com/nltk/nltk_data/gh-pages/packages/corpora/{name}.zip"
+# md5 of each corpus zip (the same values are listed in project.yml's assets).
+PACKAGES: Dict[str, str] = {
+    "treebank": "78c24a97940c2504d0ad35dd3f8a560b",
+    "conll2007": "b9015928e35c41f0695525289df5208f",
+    "brown": "a0a8630959d3d937873b1265b0a05497",
+}
+
+
+def md5(path: Path) -> str:
+    h = hashlib.md5()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _local_copy(name: str) -> Optional[Path]:
+    for root in nltk.data.path:
+        candidate = Path(root) / "corpora" / f"{name}.zip"
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def fetch_nltk_data(dest: Path, names: Iterable[str] = PACKAGES, offline: bool = False) -> List[str]:
+    """Put each corpus zip under ``dest/corpora/``, checksum-verified.
+
+    Prefers a copy found in the current NLTK data roots (``NLTK_DATA``); falls
+    back to downloading. Writes to a temporary file first so an interrupted
+    fetch never leaves a truncated zip. Returns one line per package."""
+    target = Path(dest) / "corpora"
+    target.mkdir(parents=True, exist_ok=True)
+    report = []
+    for name in names:
+        if name not in PACKAGES:
+            raise CorpusError(f"unknown NLTK package {name!r}; expected one of {', '.join(PACKAGES)}")
+        out = target / f"{name}.zip"
+        if out.is_file() and md5(out) == PACKAGES[name]:
+            report.append(f"{name}: already present")
+            continue
+        source = _local_copy(name)
+        if source is not None and source.resolve() != out.resolve():
+            how = f"copied from {source}"
+        elif offline:
+            raise CorpusError(f"{name}.zip is not in any NLTK data root and offline mode forbids "
+                              f"downloading; set NLTK_DATA to a directory holding corpora/{name}.zip")
+        else:
+            how = f"downloaded from {NLTK_DATA_URL.format(name=name)}"
+        fd, tmp = tempfile.mkstemp(dir=target, suffix=".part")
+        os.close(fd)
+        try:
+            if source is not None:
+                shutil.copyfile(source, tmp)
+            else:
+                urllib.request.urlretrieve(NLTK_DATA_URL.format(name=name), tmp)
+            got = md5(Path(tmp))
+            if got != PACKAGES[name]:
+                raise CorpusError(f"{name}.zip checksum mismatch: expected {PACKAGES[name]}, got {got}")
+            os.replace(tmp, out)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+        report.append(f"{name}: {how}")
+    return report

@@ -1,0 +1,41 @@
+import subprocess
+import sys
+
+import pytest
+from spacy.tokens import DocBin
+
+from spacy_structpref.cli.convert import convert
+from spacy_structpref.corpora.assets import PACKAGES, fetch_nltk_data, md5
+from spacy_structpref.errors import CorpusError
+
+
+def test_convert_ptb_writes_splits(tmp_path, nlp):
+    rows = convert("ptb", tmp_path, limit=5)
+    assert [r["split"] for r in rows] == ["train", "dev", "test"]
+    docs = list(DocBin().from_disk(tmp_path / "dev.spacy").get_docs(nlp.vocab))
+    assert len(docs) == 5 and docs[0]._.parse is not None
+    assert not list(tmp_path.glob("*.part"))
+
+
+def test_convert_unknown_corpus(tmp_path):
+    with pytest.raises(CorpusError, match="unknown corpus"):
+        convert("penn", tmp_path)
+
+
+def test_module_cli_reports_errors_cleanly(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "spacy_structpref", "convert", "penn", str(tmp_path)],
+                         capture_output=True, text=True)
+    assert out.returncode == 1 and "unknown corpus 'penn'" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_fetch_copies_and_verifies(tmp_path):
+    report = fetch_nltk_data(tmp_path, ["treebank"], offline=True)
+    assert "copied" in report[0]
+    assert md5(tmp_path / "corpora" / "treebank.zip") == PACKAGES["treebank"]
+    assert "already present" in fetch_nltk_data(tmp_path, ["treebank"], offline=True)[0]
+
+
+def test_spacy_cli_has_our_commands():
+    out = subprocess.run([sys.executable, "-m", "spacy", "--help"], capture_output=True, text=True)
+    assert "structpref-convert" in out.stdout

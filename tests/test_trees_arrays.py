@@ -1,0 +1,158 @@
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from spacy_structpref.errors import StructPrefError
+from spacy_structpref.trees import Forest, ForestBuilder, SymbolTable, TreeArrays, parse_bracketed
+
+from strategies import trees
+
+
+def test_tree_arrays_layout():
+    t = parse_bracketed("(S (NP (DT the) (NN dog)) (VP (VBZ barks)))")
+    sym = SymbolTable()
+    a = TreeArrays.from_tree(t, sym)
+    # post-order: DT NN NP VBZ VP S
+    assert [sym.labels[i] for i in a.label] == ["DT", "NN", "NP", "VBZ", "VP", "S"]
+    assert [sym.production_str(p) for p in a.prod] == [
+        "DT -> the", "NN -> dog", "NP -> DT NN", "VBZ -> barks", "VP -> VBZ", "S -> NP VP"]
+    assert a.start.tolist() == [0, 1, 0, 2, 2, 0] and a.end.tolist() == [1, 2, 2, 3, 3, 3]
+    assert a.child_refs(5).tolist() == [2, 4]
+    assert a.child_refs(0).tolist() == [-1]
+    assert a.is_preterminal().tolist() == [True, True, False, True, False, False]
+    assert a.root == 5
+
+
+def test_word_and_label_children_do_not_collide():
+    sym = SymbolTable()
+    a = TreeArrays.from_tree(parse_bracketed("(X (NN NN))"), sym)
+    b = TreeArrays.from_tree(parse_bracketed("(X (NN (NN z)))"), sym)
+    assert a.prod[0] != b.prod[1]  # NN -> word 'NN' vs NN -> node NN
+
+
+@given(trees())
+def test_arrays_round_trip(tree):
+    sym = SymbolTable()
+    assert TreeArrays.from_tree(tree, sym).to_tree() == tree
+
+
+def test_symbol_table_serialises():
+    sym = SymbolTable()
+    TreeArrays.from_tree(parse_bracketed("(S (NP (DT a)) (VP (VB b)))"), sym)
+    again = SymbolTable.from_dict(sym.to_dict())
+    assert again.productions == sym.productions and again.labels == sym.labels
+
+
+def _ambiguous_forest():
+    """'time flies': S -> NN VBZ (0.5) | VB NNS (0.5), with lexical choices."""
+    sym, words = SymbolTable(), ["time", "flies"]
+    b = ForestBuilder(sym, 2)
+    nn, vb = b.add_node("NN", 0, 1), b.add_node("VB", 0, 1)
+    nns, vbz = b.add_node("NNS", 1, 2), b.add_node("VBZ", 1, 2)
+    b.add_edge(nn, [-1], 0.6, words)
+    b.add_edge(vb, [-1], 0.4, words)
+    b.add_edge(nns, [-2], 0.3, words)
+    b.add_edge(vbz, [-2], 0.7, words)
+    s = b.add_node("S", 0, 2)
+    b.add_edge(s, [nn, vbz], 0.5)
+    b.add_edge(s, [vb, nns], 0.5)
+    return b.build(s), words
+
+
+def test_forest_inside_outside_hand_computed():
+    f, words = _ambiguous_forest()
+    f.compute_inside_outside()
+    total = 0.5 * 0.6 * 0.7 + 0.5 * 0.4 * 0.3
+    assert math.isclose(math.exp(f.log_total), total)
+    post = f.node_posterior()
+    assert math.isclose(post[0], 0.21 / total) and math.isclose(post[4], 1.0)
+    assert np.allclose(f.edge_given_head()[4:], [0.21 / total, 0.06 / total])
+    enumerated = sorted(p for p, _ in f.trees(words))
+    assert np.allclose(enumerated, [0.06, 0.21])
+
+
+@st.composite
+def random_forests(draw):
+    """Random forests over n words: every span/label node gets 1–3 random
+    hyperedges built from smaller nodes, so the forest is bottom-up by construction."""
+    n = draw(st.integers(1, 3))
+    sym, words = SymbolTable(), [f"w{i}" for i in range(n)]
+    b = ForestBuilder(sym, n)
+    by_span = {}
+    for i in range(n):
+        for tag in draw(st.lists(st.sampled_from(["A", "B"]), min_size=1, max_size=2, unique=True)):
+            v = b.add_node(tag, i, i + 1)
+            b.add_edge(v, [-(i + 1)], draw(st.floats(0.1, 1.0)), words)
+            by_span.setdefault((i, i + 1), []).append(v)
+    for width in range(1, n + 1):
+        for i in range(n - width + 1):
+            j = i + width
+            for label in ["X", "Y"] if width > 1 or draw(st.booleans()) else []:
+                splits = [(a, c) for k in range(i + 1, j) for a in by_span.get((i, k), []) for c in by_span.get((k, j), [])]
+                unaries = [u for u in by_span.get((i, j), [])]
+                options = [[a, c] for a, c in splits] + [[u] for u in unaries]
+                if not options:
+                    continue
+                v = b.add_node(label, i, j)
+                for tails in draw(st.lists(st.sampled_from(options), min_size=1, max_size=3, unique_by=tuple)):
+                    b.add_edge(v, tails, draw(st.floats(0.1, 1.0)), words)
+                by_span.setdefault((i, j), []).append(v)
+    root = max(by_span[(0, n)])
+    return b.build(root), words
+
+
+@settings(max_examples=60, deadline=None)
+@given(random_forests())
+def test_inside_outside_against_enumeration(forest_words):
+    f, words = forest_words
+    f.compute_inside_outside()
+    trees_ = list(f.trees(words))
+    total = sum(p for p, _ in trees_)
+    assert math.isclose(math.exp(f.log_total), total, rel_tol=1e-9)
+    # node posterior = probability mass of trees using the node's (label, span)
+    post = f.node_posterior()
+    for v in range(f.n_nodes):
+        lab, s, e = f.symbols.labels[f.label[v]], f.start[v], f.end[v]
+        if sum(1 for u in range(f.n_nodes) if (f.label[u], f.start[u], f.end[u]) == (f.label[v], s, e)) > 1:
+            continue  # duplicate items are not distinguishable in the enumerated trees
+        mass = sum(p for p, t in trees_ if any(
+            st_.label() == lab and _span(t, st_) == (s, e) for st_ in t.subtrees()))
+        assert math.isclose(post[v], mass / total, rel_tol=1e-7, abs_tol=1e-12)
+
+
+def _span(tree, sub):
+    for pos in tree.treepositions():
+        if tree[pos] is sub:
+            start = len([1 for p in tree.treepositions("leaves") if p < pos])
+            return start, start + len(sub.leaves())
+    raise AssertionError
+
+
+def test_forest_dict_round_trip():
+    import srsly
+
+    f, words = _ambiguous_forest()
+    g = Forest.from_dict(srsly.msgpack_loads(srsly.msgpack_dumps(f.to_dict())), SymbolTable())
+    assert sorted(str(t) for _, t in g.trees(words)) == sorted(str(t) for _, t in f.trees(words))
+    assert math.isclose(g.log_total, f.log_total)
+
+
+def test_tree_is_a_forest_with_one_edge_per_node():
+    sym = SymbolTable()
+    t = parse_bracketed("(S (NP (DT the) (NN dog)) (VP (VBZ barks)))")
+    f = Forest.from_tree_arrays(TreeArrays.from_tree(t, sym))
+    assert [tree for _, tree in f.trees()] == [t]
+    assert np.allclose(f.node_posterior(), 1.0) and math.isclose(f.log_total, 0.0)
+
+
+def test_forest_errors():
+    sym = SymbolTable()
+    with pytest.raises(StructPrefError, match="no root"):
+        Forest([0], [0], [1], [0], [0, 1], [-1], [0], [1.0], 5, 1, sym)
+    with pytest.raises(StructPrefError, match="bottom-up"):
+        Forest([0, 0], [0, 0], [1, 1], [0], [0, 1], [1], [0], [1.0], 1, 1, sym)
+    with pytest.raises(StructPrefError, match="at least one node"):
+        Forest([], [], [], [], [0], [], [], [], 0, 0, sym)
