@@ -26,7 +26,7 @@ def convert(corpus: str, output_dir: Path, limit: Optional[int] = None) -> List[
         docbin = DocBin(store_user_data=True)
         tokens = constituents = 0
         tags = set()
-        for item in tqdm(items, desc=f"{corpus}/{split}", unit="sent", leave=False):
+        for item in tqdm(items, desc=f"{corpus}/{split}", unit="sent", leave=False, disable=None):
             doc = item_to_doc(nlp.vocab, item)
             docbin.add(doc)
             tokens += len(doc)
