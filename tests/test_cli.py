@@ -39,3 +39,26 @@ def test_fetch_copies_and_verifies(tmp_path):
 def test_spacy_cli_has_our_commands():
     out = subprocess.run([sys.executable, "-m", "spacy", "--help"], capture_output=True, text=True)
     assert "structpref-convert" in out.stdout
+
+
+def test_draw_tree_svg(tmp_path):
+    import xml.etree.ElementTree as ET
+
+    out = tmp_path / "t.svg"
+    res = subprocess.run([sys.executable, "-m", "spacy_structpref", "draw-tree",
+                          "(TOP (S (NP (DT The) (NN cat)) (VP (VBZ sits))))", str(out)],
+                         capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    texts = [e.text for e in ET.parse(out).getroot() if e.tag.endswith("text")]
+    assert sorted(texts) == sorted(["TOP", "S", "NP", "DT", "NN", "VP", "VBZ", "The", "cat", "sits"])
+
+
+def test_evaluate_parse_on_a_pipeline_without_parser(tmp_path, nlp):
+    from spacy_structpref.cli.evaluate import evaluate_parse
+
+    convert("ptb", tmp_path / "corpus", limit=3)
+    nlp.to_disk(tmp_path / "blank")
+    result = evaluate_parse(str(tmp_path / "blank"), tmp_path / "corpus" / "test.spacy",
+                            output=tmp_path / "scores.json")
+    assert result.all.sentences == 3 and result.all.recall == 0.0 and result.all.gold > 0
+    assert (tmp_path / "scores.json").exists()

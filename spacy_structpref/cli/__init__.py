@@ -44,6 +44,45 @@ def convert_cli(
     convert(corpus, output_dir, limit=limit)
 
 
+@app.command("evaluate-parse")
+def evaluate_parse_cli(
+    model: str = typer.Argument(..., help="Pipeline name or path that writes constituents"),
+    data_path: Path = typer.Argument(..., help=".spacy file with gold constituents"),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the scores as JSON"),
+    batch_size: int = typer.Option(32, "--batch-size"),
+):
+    """Parse the gold Docs' words and print the EVALB (PARSEVAL) table."""
+    from .evaluate import evaluate_parse
+
+    evaluate_parse(model, data_path, output=output, batch_size=batch_size)
+
+
+@app.command("draw-tree")
+def draw_tree_cli(
+    source: str = typer.Argument(..., help="A bracketed tree, or a .spacy file with constituents"),
+    output: Path = typer.Argument(..., help="SVG file to write"),
+    index: int = typer.Option(0, "--index", "-i", help="Which Doc of a .spacy file"),
+):
+    """Draw a constituency tree as SVG."""
+    from ..trees.brackets import parse_bracketed
+    from ..trees.draw import tree_to_svg
+
+    if source.endswith(".spacy"):
+        import spacy
+        from spacy.tokens import DocBin
+
+        from ..errors import StructPrefError
+
+        docs = list(DocBin().from_disk(source).get_docs(spacy.blank("xx").vocab))
+        if not 0 <= index < len(docs) or docs[index]._.parse is None:
+            raise StructPrefError(f"{source} has no Doc {index} with constituents ({len(docs)} Docs)")
+        tree = docs[index]._.parse
+    else:
+        tree = parse_bracketed(source)
+    output.write_text(tree_to_svg(tree), encoding="utf8")
+    typer.echo(f"wrote {output}")
+
+
 def main() -> None:
     from ..errors import StructPrefError
 
