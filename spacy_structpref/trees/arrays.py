@@ -20,6 +20,14 @@ from ..errors import StructPrefError
 INT = np.int32
 
 
+def _intern(ids: dict, items: list, key) -> int:
+    i = ids.get(key)
+    if i is None:
+        i = ids[key] = len(items)
+        items.append(key)
+    return i
+
+
 class SymbolTable:
     """Interns labels, words and productions to dense integer ids.
 
@@ -37,26 +45,14 @@ class SymbolTable:
         self._prod_ids: Dict[Tuple[int, Tuple[int, ...]], int] = {}
 
     def label_id(self, label: str) -> int:
-        i = self._label_ids.get(label)
-        if i is None:
-            i = self._label_ids[label] = len(self.labels)
-            self.labels.append(label)
-        return i
+        return _intern(self._label_ids, self.labels, label)
 
     def word_id(self, word: str) -> int:
-        i = self._word_ids.get(word)
-        if i is None:
-            i = self._word_ids[word] = len(self.words)
-            self.words.append(word)
-        return i
+        return _intern(self._word_ids, self.words, word)
 
     def production_id(self, label_id: int, child_symbols: Sequence[int]) -> int:
         key = (int(label_id), tuple(int(c) for c in child_symbols))
-        i = self._prod_ids.get(key)
-        if i is None:
-            i = self._prod_ids[key] = len(self.productions)
-            self.productions.append(key)
-        return i
+        return _intern(self._prod_ids, self.productions, key)
 
     def production_str(self, prod_id: int) -> str:
         label, kids = self.productions[prod_id]
