@@ -67,14 +67,19 @@ class Forest:
             raise StructPrefError("forest edge arrays (tail_start, rule, prob) do not match the number of hyperedges")
         if e and (self.head.min() < 0 or self.head.max() >= n):
             raise StructPrefError("a hyperedge head is not a node of the forest")
-        for k in range(e):
-            tails = self.edge_tails(k)
-            if len(tails) == 0:
-                raise StructPrefError(f"hyperedge {k} has no tails")
-            if np.any(tails >= self.head[k]):
-                raise StructPrefError(f"hyperedge {k}: tail nodes must be numbered below their head (bottom-up order)")
-            if np.any(tails < -self.n_words):
-                raise StructPrefError(f"hyperedge {k} refers to a word outside the sentence")
+        # Vectorised: parsers build forests with thousands of hyperedges per sentence.
+        sizes = np.diff(self.tail_start)
+        if e and (self.tail_start[0] != 0 or np.any(sizes < 0) or self.tail_start[-1] != len(self.tails)):
+            raise StructPrefError("forest tail_start must rise from 0 to the number of tails")
+        if np.any(sizes == 0):
+            raise StructPrefError(f"hyperedge {int(np.argmax(sizes == 0))} has no tails")
+        owner = np.repeat(np.arange(e), sizes)
+        bad = owner[self.tails >= self.head[owner]]
+        if len(bad):
+            raise StructPrefError(f"hyperedge {bad[0]}: tail nodes must be numbered below their head (bottom-up order)")
+        bad = owner[self.tails < -self.n_words]
+        if len(bad):
+            raise StructPrefError(f"hyperedge {bad[0]} refers to a word outside the sentence")
         if np.any(self.prob < 0):
             raise StructPrefError("hyperedge probabilities must be non-negative")
 

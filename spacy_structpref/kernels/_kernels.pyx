@@ -1,0 +1,365 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""Hot loops of the tree and forest kernels (SPEC §4). No Python objects
+inside the loops; every loop runs without the GIL.
+
+Trees come packed (see ``trees.pack``): per tree, nodes in post-order with
+production ids and their *node* children (word children only ever contribute a
+factor 1 and, since productions include their words, are equal whenever the
+productions are); plus, per tree, its nodes sorted by production and grouped
+in runs of equal production.
+
+Instead of merge-joining two sorted production lists for every pair, the row
+tree's runs are written once into a dense ``production -> run`` lookup; each
+column tree then scans its own nodes in post-order, so every node pair with
+equal productions is visited exactly once and children are always done
+before parents. Δ values live in a table that is reset only where written.
+"""
+from libc.stdlib cimport calloc, malloc, free
+from libc.string cimport memset
+
+import numpy as np
+
+
+cdef struct Batch:
+    const int* node_off    # tree -> first global node (n_trees + 1)
+    const int* prod        # global node -> production id
+    const int* kid_off     # global node -> first entry in kids (n_nodes + 1)
+    const int* kids        # local ids of node children
+    const int* run_off     # tree -> first run (n_trees + 1)
+    const int* run_prod    # run -> production id
+    const int* run_start   # run -> first entry in order (n_runs + 1)
+    const int* order       # local node ids sorted by production, tree by tree
+
+
+cdef struct Work:
+    int* lookup            # production -> run of the row tree, -1 elsewhere
+    double* table          # Δ(n2 * n_a + n1)
+    int* written
+
+
+cdef class PackedArrays:
+    """Owner of one packed batch's arrays (built by ``trees.pack``)."""
+    cdef readonly object node_off, prod, kid_off, kids, run_off, run_prod, run_start, order
+    cdef const int[::1] _node_off, _prod, _kid_off, _kids, _run_off, _run_prod, _run_start, _order
+    cdef readonly int max_nodes, max_prod
+
+    def __init__(self, node_off, prod, kid_off, kids, run_off, run_prod, run_start, order):
+        self.node_off, self.prod, self.kid_off, self.kids = node_off, prod, kid_off, kids
+        self.run_off, self.run_prod, self.run_start, self.order = run_off, run_prod, run_start, order
+        self._node_off, self._prod, self._kid_off, self._kids = node_off, prod, kid_off, kids
+        self._run_off, self._run_prod, self._run_start, self._order = run_off, run_prod, run_start, order
+        sizes = np.diff(node_off)
+        self.max_nodes = int(sizes.max()) if len(sizes) else 0
+        self.max_prod = int(prod.max()) if len(prod) else -1
+
+    @property
+    def n_trees(self):
+        return len(self.node_off) - 1
+
+    cdef Batch view(self):
+        cdef Batch b
+        b.node_off = &self._node_off[0]
+        b.prod = &self._prod[0] if self._prod.shape[0] else NULL
+        b.kid_off = &self._kid_off[0]
+        b.kids = &self._kids[0] if self._kids.shape[0] else NULL
+        b.run_off = &self._run_off[0]
+        b.run_prod = &self._run_prod[0] if self._run_prod.shape[0] else NULL
+        b.run_start = &self._run_start[0]
+        b.order = &self._order[0] if self._order.shape[0] else NULL
+        return b
+
+
+cdef inline void load_row(const Batch* A, int a, int* lookup) noexcept nogil:
+    cdef int r
+    for r in range(A.run_off[a], A.run_off[a + 1]):
+        lookup[A.run_prod[r]] = r
+
+
+cdef inline void clear_row(const Batch* A, int a, int* lookup) noexcept nogil:
+    cdef int r
+    for r in range(A.run_off[a], A.run_off[a + 1]):
+        lookup[A.run_prod[r]] = -1
+
+
+cdef double pair_kernel(const Batch* A, int a, const Batch* B, int b, double lam, double sigma,
+                        Work* w) noexcept nogil:
+    """K(A[a], B[b]); A[a]'s runs must be loaded into ``w.lookup``."""
+    cdef int base_a = A.node_off[a], na = A.node_off[a + 1] - base_a
+    cdef int base_b = B.node_off[b], nb = B.node_off[b + 1] - base_b
+    cdef int n2, g2, r, k, n1, g1, j, nk, k0, j1, idx, nw = 0
+    cdef double d, total = 0.0
+    cdef double* table = w.table
+    cdef const int* kids_a = A.kids
+    cdef const int* kids_b = B.kids
+    for n2 in range(nb):
+        g2 = base_b + n2
+        r = w.lookup[B.prod[g2]]
+        if r < 0:
+            continue
+        k0 = B.kid_off[g2]
+        nk = B.kid_off[g2 + 1] - k0
+        for k in range(A.run_start[r], A.run_start[r + 1]):
+            n1 = A.order[k]
+            g1 = base_a + n1
+            j1 = A.kid_off[g1]
+            d = lam
+            for j in range(nk):
+                d *= sigma + table[kids_b[k0 + j] * na + kids_a[j1 + j]]
+            idx = n2 * na + n1
+            table[idx] = d
+            w.written[nw] = idx
+            nw += 1
+            total += d
+    for k in range(nw):
+        table[w.written[k]] = 0.0
+    return total
+
+
+cdef int work_init(Work* w, int n_prods, int max_a, int max_b) noexcept nogil:
+    cdef size_t cells = <size_t>max(max_a, 1) * <size_t>max(max_b, 1)
+    cdef int p
+    w.lookup = <int*>malloc(sizeof(int) * max(n_prods, 1))
+    w.table = <double*>malloc(sizeof(double) * cells)
+    w.written = <int*>malloc(sizeof(int) * cells)
+    if w.lookup == NULL or w.table == NULL or w.written == NULL:
+        return -1
+    for p in range(n_prods):
+        w.lookup[p] = -1
+    memset(w.table, 0, sizeof(double) * cells)
+    return 0
+
+
+cdef void work_free(Work* w) noexcept nogil:
+    free(w.lookup)
+    free(w.table)
+    free(w.written)
+
+
+def gram_rows(PackedArrays A, PackedArrays B, const int[::1] rows, double lam, double sigma,
+              bint symmetric, double[:, ::1] out):
+    """Fill ``out[i, :]`` for every i in ``rows`` (for a symmetric Gram matrix
+    only ``j >= i``: the caller mirrors it, so threads never write each
+    other's rows). Runs without the GIL: call it from several threads on
+    disjoint row sets."""
+    cdef Batch ba = A.view(), bb = B.view()
+    cdef Work w
+    cdef int n_prods = max(A.max_prod, B.max_prod) + 1
+    cdef int i, a, b, nB = B.n_trees
+    with nogil:
+        if work_init(&w, n_prods, A.max_nodes, B.max_nodes) != 0:
+            work_free(&w)
+            with gil:
+                raise MemoryError("kernel workspace")
+        for i in range(rows.shape[0]):
+            a = rows[i]
+            load_row(&ba, a, w.lookup)
+            for b in range(a if symmetric else 0, nB):
+                out[a, b] = pair_kernel(&ba, a, &bb, b, lam, sigma, &w)
+            clear_row(&ba, a, w.lookup)
+        work_free(&w)
+
+
+def self_kernels(PackedArrays A, double lam, double sigma):
+    """K(t, t) for every tree of a batch."""
+    cdef Batch ba = A.view()
+    cdef Work w
+    cdef int a, n = A.n_trees
+    out = np.zeros(n)
+    cdef double[::1] o = out
+    with nogil:
+        if work_init(&w, A.max_prod + 1, A.max_nodes, A.max_nodes) != 0:
+            work_free(&w)
+            with gil:
+                raise MemoryError("kernel workspace")
+        for a in range(n):
+            load_row(&ba, a, w.lookup)
+            o[a] = pair_kernel(&ba, a, &ba, a, lam, sigma, &w)
+            clear_row(&ba, a, w.lookup)
+        work_free(&w)
+    return out
+
+
+def forest_kernel_sum(
+        const int[::1] head1, const int[::1] tail_start1, const int[::1] tails1,
+        const double[::1] q1, const double[::1] mu1, const int[::1] by_rule1,
+        const int[::1] rule_first, const int[::1] rule_last,
+        const int[::1] head2, const int[::1] tail_start2, const int[::1] tails2,
+        const int[::1] rule2, const double[::1] q2, const double[::1] mu2,
+        const int[::1] by_head2, int n1, int n2, double lam):
+    """Packed-forest kernel, in the scaled form that cannot underflow:
+    ``D(v1, v2) = λ Σ_{rule(e1) = rule(e2)} q(e1) q(e2) Π_j (1 + D(t_j(e1), t_j(e2)))``
+    and ``K = Σ μ(v1) μ(v2) D(v1, v2)``.
+
+    Forest 1's edges are grouped by rule (``by_rule1``; ``rule_first/last``
+    give each rule's slice, -1 when absent); forest 2's edges are visited in
+    order of their head (``by_head2``), so every D a tail needs is final.
+    """
+    cdef double* D = NULL
+    cdef int* stamp = NULL
+    cdef int* touched = NULL
+    cdef int k, idx, e1, e2 = 0, h1, h2 = -1, cur = -1, r, j, s1, s2, nt = 0, m, n_rules = rule_first.shape[0]
+    cdef int t1, t2
+    cdef double d, total = 0.0
+    with nogil:
+        D = <double*>calloc(<size_t>max(n1, 1) * <size_t>max(n2, 1), sizeof(double))
+        stamp = <int*>malloc(sizeof(int) * max(n1, 1))
+        touched = <int*>malloc(sizeof(int) * max(n1, 1))
+        if D == NULL or stamp == NULL or touched == NULL:
+            free(D); free(stamp); free(touched)
+            with gil:
+                raise MemoryError(f"forest kernel table of {n1} x {n2} nodes")
+        for k in range(n1):
+            stamp[k] = -1
+        for idx in range(by_head2.shape[0] + 1):
+            if idx < by_head2.shape[0]:
+                e2 = by_head2[idx]
+                h2 = head2[e2]
+            if idx == by_head2.shape[0] or h2 != cur:
+                # every edge into `cur` is done: its row of D is final
+                for k in range(nt):
+                    total += mu2[cur] * mu1[touched[k]] * D[<size_t>cur * n1 + touched[k]]
+                nt = 0
+                cur = h2
+                if idx == by_head2.shape[0]:
+                    break
+            r = rule2[e2]
+            if r >= n_rules or rule_first[r] < 0 or q2[e2] == 0.0:
+                continue
+            s2 = tail_start2[e2]
+            m = tail_start2[e2 + 1] - s2
+            for k in range(rule_first[r], rule_last[r]):
+                e1 = by_rule1[k]
+                h1 = head1[e1]
+                s1 = tail_start1[e1]
+                d = lam * q1[e1] * q2[e2]
+                for j in range(m):
+                    t1 = tails1[s1 + j]
+                    if t1 >= 0:
+                        t2 = tails2[s2 + j]
+                        d *= 1.0 + D[<size_t>t2 * n1 + t1]
+                D[<size_t>h2 * n1 + h1] += d
+                if stamp[h1] != h2:
+                    stamp[h1] = h2
+                    touched[nt] = h1
+                    nt += 1
+        free(D); free(stamp); free(touched)
+    return total
+
+
+def dag_block(PackedArrays dag1, PackedArrays dag2,
+              const int[::1] occ1_off, const int[::1] occ1_tree, const double[::1] occ1_cnt,
+              const int[::1] occ2_off, const int[::1] occ2_tree, const double[::1] occ2_cnt,
+              int n_a, int n_b, double lam, double sigma):
+    """Kernel block between two hash-consed tree sets.
+
+    Each DAG is packed as a single "tree" whose nodes are the distinct
+    subtrees, children first; ``occ*_off/tree/cnt`` list, per DAG node, the
+    trees it occurs in and how often. Δ is computed once per distinct node
+    pair with equal productions, stored column by column (column = node of
+    dag2, rows ascending, so a child's Δ is found by binary search). Then,
+    one dag1 node u at a time, ``r[b] = Σ_v Δ(u, v) c_b(v)`` and
+    ``K[a, :] += c_a(u) r`` for every tree a holding u. Returns ``(K, n_pairs)``.
+    """
+    cdef Batch A = dag1.view(), B = dag2.view()
+    cdef int U = A.node_off[1], V = B.node_off[1]
+    cdef int n_prods = max(dag1.max_prod, dag2.max_prod) + 1
+    cdef int* lookup = NULL
+    cdef long* col_off = NULL
+    cdef long* row_off = NULL
+    cdef int* seg_u = NULL
+    cdef double* seg_d = NULL
+    cdef int* row_v = NULL
+    cdef double* row_d = NULL
+    cdef double* r_buf = NULL
+    cdef double* out_row
+    cdef long nnz = 0, pos, lo, hi, mid, k, q
+    cdef int v, u, r, j, nk, k0, j1, cu, cv, a, b
+    cdef double d, x, c
+    K = np.zeros((n_a, n_b))
+    cdef double[:, ::1] Kv = K
+    with nogil:
+        lookup = <int*>malloc(sizeof(int) * max(n_prods, 1))
+        col_off = <long*>malloc(sizeof(long) * (V + 1))
+        row_off = <long*>calloc(U + 1, sizeof(long))
+        r_buf = <double*>malloc(sizeof(double) * max(n_b, 1))
+        if lookup == NULL or col_off == NULL or row_off == NULL or r_buf == NULL:
+            free(lookup); free(col_off); free(row_off); free(r_buf)
+            with gil:
+                raise MemoryError("DAG kernel workspace")
+        for k in range(n_prods):
+            lookup[k] = -1
+        if U:
+            load_row(&A, 0, lookup)
+        # the number of distinct pairs with equal productions is known up front
+        col_off[0] = 0
+        for v in range(V):
+            r = lookup[B.prod[v]]
+            nnz += (A.run_start[r + 1] - A.run_start[r]) if r >= 0 else 0
+            col_off[v + 1] = nnz
+        seg_u = <int*>malloc(sizeof(int) * max(nnz, 1))
+        seg_d = <double*>malloc(sizeof(double) * max(nnz, 1))
+        row_v = <int*>malloc(sizeof(int) * max(nnz, 1))
+        row_d = <double*>malloc(sizeof(double) * max(nnz, 1))
+        if seg_u == NULL or seg_d == NULL or row_v == NULL or row_d == NULL:
+            free(lookup); free(col_off); free(row_off); free(r_buf)
+            free(seg_u); free(seg_d); free(row_v); free(row_d)
+            with gil:
+                raise MemoryError(f"DAG kernel: {nnz} node pairs")
+        for v in range(V):
+            r = lookup[B.prod[v]]
+            if r < 0:
+                continue
+            pos = col_off[v]
+            k0 = B.kid_off[v]
+            nk = B.kid_off[v + 1] - k0
+            for k in range(A.run_start[r], A.run_start[r + 1]):
+                u = A.order[k]
+                j1 = A.kid_off[u]
+                d = lam
+                for j in range(nk):
+                    cu = A.kids[j1 + j]
+                    cv = B.kids[k0 + j]
+                    lo = col_off[cv]
+                    hi = col_off[cv + 1]
+                    while lo < hi:
+                        mid = (lo + hi) >> 1
+                        if seg_u[mid] < cu:
+                            lo = mid + 1
+                        else:
+                            hi = mid
+                    x = seg_d[lo] if lo < col_off[cv + 1] and seg_u[lo] == cu else 0.0
+                    d *= sigma + x
+                seg_u[pos] = u
+                seg_d[pos] = d
+                pos += 1
+                row_off[u + 1] += 1
+        # the same pairs row by row (counting sort on u)
+        for u in range(U):
+            row_off[u + 1] += row_off[u]
+        for v in range(V):
+            for pos in range(col_off[v], col_off[v + 1]):
+                u = seg_u[pos]
+                q = row_off[u]
+                row_v[q] = v
+                row_d[q] = seg_d[pos]
+                row_off[u] = q + 1
+        for u in range(U - 1, 0, -1):
+            row_off[u] = row_off[u - 1]
+        row_off[0] = 0
+        for u in range(U):
+            if row_off[u] == row_off[u + 1] or occ1_off[u] == occ1_off[u + 1]:
+                continue
+            memset(r_buf, 0, sizeof(double) * n_b)
+            for pos in range(row_off[u], row_off[u + 1]):
+                v = row_v[pos]
+                d = row_d[pos]
+                for k in range(occ2_off[v], occ2_off[v + 1]):
+                    r_buf[occ2_tree[k]] += occ2_cnt[k] * d
+            for k in range(occ1_off[u], occ1_off[u + 1]):
+                c = occ1_cnt[k]
+                out_row = &Kv[occ1_tree[k], 0]
+                for b in range(n_b):
+                    out_row[b] += c * r_buf[b]
+        free(lookup); free(col_off); free(row_off); free(r_buf)
+        free(seg_u); free(seg_d); free(row_v); free(row_d)
+    return K, nnz

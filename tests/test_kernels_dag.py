@@ -1,0 +1,62 @@
+"""Hash-consed tree sets: the kernel block equals the Gram matrix of the
+trees, with fewer distinct nodes and node pairs."""
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from nltk.tree import Tree
+
+from spacy_structpref.errors import StructPrefError
+from spacy_structpref.kernels import TreeSetDAG, gram
+from spacy_structpref.trees import SymbolTable, trees_to_arrays
+
+from strategies import trees
+
+
+@st.composite
+def candidate_sets(draw):
+    """Sets whose trees share subtrees, like k-best lists: combinations of a
+    few random parts under a new root, duplicates included."""
+    parts = draw(st.lists(trees(max_depth=3), min_size=1, max_size=4))
+    picks = draw(st.lists(st.lists(st.sampled_from(range(len(parts))), min_size=1, max_size=3),
+                          min_size=1, max_size=6))
+    return [Tree("S", [parts[i].copy(deep=True) for i in pick]) for pick in picks]
+
+
+@settings(max_examples=60, deadline=None)
+@given(candidate_sets(), candidate_sets(), st.sampled_from([0.4, 1.0]), st.sampled_from([0, 1]))
+def test_dag_block_equals_gram(set1, set2, lam, sigma):
+    symbols = SymbolTable()
+    a, b = trees_to_arrays(set1, symbols), trees_to_arrays(set2, symbols)
+    d1, d2 = TreeSetDAG(a), TreeSetDAG(b)
+    expected = gram(a, b, lam=lam, sigma=sigma, normalize=False, n_threads=1)
+    K, pairs = d1.kernel_block(d2, lam=lam, sigma=sigma, return_pairs=True)
+    np.testing.assert_allclose(K, expected, rtol=1e-12, atol=1e-300)
+    np.testing.assert_allclose(d1.kernel_block(lam=lam, sigma=sigma), gram(a, lam=lam, sigma=sigma, normalize=False),
+                               rtol=1e-12)
+    np.testing.assert_allclose(d1.kernel_block(d2, lam=lam, sigma=sigma, normalize=True),
+                               gram(a, b, lam=lam, sigma=sigma), rtol=1e-12)
+    assert d1.n_dag_nodes <= d1.n_tree_nodes
+
+
+def test_sharing_is_counted_once():
+    t = Tree.fromstring("(S (NP (DT the) (NN dog)) (VP (VB runs) (NP (DT the) (NN dog))))")
+    dag = TreeSetDAG([t, t.copy(deep=True)])
+    # distinct subtrees: DT, NN, NP, VB, VP, S
+    assert dag.n_dag_nodes == 6 and dag.n_tree_nodes == 18
+    assert dag.roots == [5, 5] and dag.children[5] == (2, 4) and dag.children[4] == (3, 2)
+    assert dag.symbols.production_str(dag.productions[2]) == "NP -> DT NN"
+    np.testing.assert_allclose(dag.kernel_block(), gram([t, t], normalize=False))
+    i = dag.add("(S (NP (DT the) (NN cat)))")
+    assert i == 2 and dag.n_dag_nodes == 9
+    np.testing.assert_allclose(dag.kernel_block(), gram(dag.trees, normalize=False))
+    assert dag.nbytes() > 0
+
+
+def test_dag_errors():
+    x, y = TreeSetDAG(["(S (A a))"]), TreeSetDAG(["(S (A a))"])
+    with pytest.raises(StructPrefError, match="mismatched vocabularies"):
+        x.kernel_block(y)
+    with pytest.raises(StructPrefError, match="λ"):
+        x.kernel_block(lam=0)
+    assert TreeSetDAG([], symbols=x.symbols).kernel_block(x).shape == (0, 1)

@@ -1,0 +1,149 @@
+"""Forest kernel: the expected tree kernel over the trees of two forests
+(SPEC §4 identity, checked by enumeration), equal to the tree kernel on
+trees, stable on long sentences."""
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from nltk.tree import Tree
+
+from spacy_structpref.errors import StructPrefError
+from spacy_structpref.kernels import PreparedForest, composite_kernel, forest_kernel, gram, tree_kernel
+from spacy_structpref.trees import Forest, ForestBuilder, SymbolTable, TreeArrays, trees_to_arrays
+
+from strategies import trees
+
+WORDS = ["a", "b"]
+
+
+@st.composite
+def forests(draw, symbols, max_words=3):
+    """Random small CKY-style forests: tags X/Y over each word, labels A/B
+    over longer spans from binary splits (and a unary A -> B), a root S over
+    the sentence with unary edges to what spans it."""
+    n = draw(st.integers(1, max_words))
+    words = [draw(st.sampled_from(WORDS)) for _ in range(n)]
+    prob = st.floats(0.05, 1.0)
+    fb = ForestBuilder(symbols, n)
+    chart = {}
+    for i in range(n):
+        for tag in draw(st.lists(st.sampled_from(["X", "Y"]), min_size=1, max_size=2, unique=True)):
+            v = fb.add_node(tag, i, i + 1)
+            fb.add_edge(v, [-(i + 1)], draw(prob), words)
+            chart.setdefault((i, i + 1), []).append(v)
+    for length in range(2, n + 1):
+        for i in range(n - length + 1):
+            j = i + length
+            for label in ("B", "A"):
+                splits = [(l, r) for k in range(i + 1, j) for l in chart.get((i, k), []) for r in chart.get((k, j), [])]
+                chosen = [s for s in splits if draw(st.booleans())]
+                unary = [u for u in chart.get((i, j), []) if label == "A" and fb.label[u] == symbols.label_id("B")]
+                chosen_unary = [u for u in unary if draw(st.booleans())]
+                if not chosen and not chosen_unary:
+                    continue
+                v = fb.add_node(label, i, j)
+                for tails in chosen:
+                    fb.add_edge(v, list(tails), draw(prob))
+                for u in chosen_unary:
+                    fb.add_edge(v, [u], draw(prob))
+                chart.setdefault((i, j), []).append(v)
+    tops = chart.get((0, n), [])
+    root = fb.add_node("S", 0, n)
+    for u in tops:
+        fb.add_edge(root, [u], draw(prob))
+    if not tops:  # keep a root with at least one tree
+        fb.add_edge(root, [chart[(0, 1)][0]] if n == 1 else [-1], 1.0, words)
+    return fb.build(root), words
+
+
+def expected_tree_kernel(f1, w1, f2, w2, lam, symbols):
+    t1, t2 = list(f1.trees(w1)), list(f2.trees(w2))
+    p1 = np.array([p for p, _ in t1]) / sum(p for p, _ in t1)
+    p2 = np.array([p for p, _ in t2]) / sum(p for p, _ in t2)
+    K = gram(trees_to_arrays([t for _, t in t1], symbols), trees_to_arrays([t for _, t in t2], symbols),
+             lam=lam, normalize=False, n_threads=1, progress=False)
+    return float(p1 @ K @ p2)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data(), st.sampled_from([0.2, 0.4, 1.0]))
+def test_forest_kernel_is_expected_tree_kernel(data, lam):
+    symbols = SymbolTable()
+    f1, w1 = data.draw(forests(symbols))
+    f2, w2 = data.draw(forests(symbols))
+    expected = expected_tree_kernel(f1, w1, f2, w2, lam, symbols)
+    assert forest_kernel(f1, f2, lam=lam) == pytest.approx(expected, rel=1e-10)
+    assert forest_kernel(f2, f1, lam=lam) == pytest.approx(expected, rel=1e-10)
+    # normalised self-kernel is 1
+    assert forest_kernel(f1, f1, lam=lam, normalize=True) == pytest.approx(1.0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(trees(), trees(), st.sampled_from([0.3, 0.4, 1.0]))
+def test_forest_kernel_on_trees_is_tree_kernel(t1, t2, lam):
+    symbols = SymbolTable()
+    a1, a2 = TreeArrays.from_tree(t1, symbols), TreeArrays.from_tree(t2, symbols)
+    k = tree_kernel(a1, a2, lam=lam)
+    assert forest_kernel(Forest.from_tree_arrays(a1), Forest.from_tree_arrays(a2), lam=lam) == pytest.approx(k, rel=1e-12)
+    assert forest_kernel(a1, a2, lam=lam) == pytest.approx(k, rel=1e-12)  # trees become forests
+    assert forest_kernel(a1, a2, lam=lam, normalize=True) == pytest.approx(tree_kernel(a1, a2, lam=lam, normalize=True))
+
+
+def _binary_forest(symbols, n, scale):
+    """Every binary bracketing of n words (one label), all rule probabilities
+    multiplied by ``scale``: every tree has 2n - 1 edges, so the scale cancels
+    in P(t | f) but the inside scores fall to scale^(2n-1)."""
+    words = ["w%d" % (i % 3) for i in range(n)]
+    fb = ForestBuilder(symbols, n)
+    node = {}
+    for i in range(n):
+        node[i, i + 1] = fb.add_node("T", i, i + 1)
+        fb.add_edge(node[i, i + 1], [-(i + 1)], scale, words)
+    for length in range(2, n + 1):
+        for i in range(n - length + 1):
+            j = i + length
+            node[i, j] = fb.add_node("N", i, j)
+            for k in range(i + 1, j):
+                fb.add_edge(node[i, j], [node[i, k], node[k, j]], scale * (0.5 + 0.4 * ((i + k) % 2)))
+    return fb.build(node[0, n])
+
+
+def test_long_sentences_do_not_underflow():
+    symbols = SymbolTable()
+    n = 40
+    plain, tiny = _binary_forest(symbols, n, 1.0), _binary_forest(symbols, n, 1e-20)
+    assert tiny.log_total < -1000  # β(root) would be 0.0 in linear space
+    k_plain = forest_kernel(plain, plain)
+    k_tiny = forest_kernel(tiny, tiny)
+    assert np.isfinite(k_tiny) and k_tiny > 0
+    assert k_tiny == pytest.approx(k_plain, rel=1e-9)
+    assert forest_kernel(tiny, plain, normalize=True) == pytest.approx(1.0, rel=1e-9)
+
+
+def test_gram_over_forests_and_composite():
+    symbols = SymbolTable()
+    fs = [_binary_forest(symbols, n, 1.0) for n in (2, 3, 4)]
+    G = gram(fs, normalize=False)
+    for i, f in enumerate(fs):
+        for j, g in enumerate(fs):
+            assert G[i, j] == pytest.approx(forest_kernel(f, g))
+    prepared = PreparedForest(fs[0])
+    assert forest_kernel(prepared, fs[1]) == pytest.approx(G[0, 1])
+    assert composite_kernel(fs[0], fs[1], -1.0, -2.0, b=0.5) == pytest.approx(G[0, 1] + 1.0)
+
+
+def test_forest_errors():
+    symbols = SymbolTable()
+    fb = ForestBuilder(symbols, 1)
+    v = fb.add_node("X", 0, 1)
+    fb.add_edge(v, [-1], 1.0, ["a"])
+    with pytest.raises(StructPrefError, match="no root"):
+        fb.build(None)
+    f = fb.build(v)
+    with pytest.raises(StructPrefError, match="λ"):
+        forest_kernel(f, f, lam=2.0)
+    other = Forest.from_tree_arrays(TreeArrays.from_tree(Tree.fromstring("(X a)"), SymbolTable()))
+    with pytest.raises(StructPrefError, match="mismatched vocabularies"):
+        forest_kernel(f, other)
+    with pytest.raises(StructPrefError, match="sigma"):
+        gram([f], sigma=0)
