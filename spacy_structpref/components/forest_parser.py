@@ -1,0 +1,239 @@
+"""spaCy component ``forest_parser``: an unlexicalised PCFG parser that writes
+the best tree to ``doc.spans["constituents"]``, the k-best list to
+``doc._.nbest`` and the pruned packed forest to ``doc._.forest`` (SPEC §3, §7).
+
+The grammar is read off the gold trees in ``initialize``; ``update`` has
+nothing to learn. Heavy modules (nltk, the Cython chart) load lazily so that
+importing this factory stays cheap.
+"""
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Callable, Dict, Iterable, List, Optional
+
+import srsly
+from spacy.language import Language
+from spacy.pipeline import Pipe
+from spacy.training import Example
+from spacy.util import ensure_path
+
+FALLBACK_KEY = "forest_parser_fallback"  # doc.user_data flag: the grammar could not parse this Doc
+
+DEFAULT_CONFIG = {
+    "horizontal_markov": 2,
+    "vertical_markov": 2,
+    "tag_parent": True,
+    "split_unary_tags": True,
+    "split_in": True,
+    "split_percent": True,
+    "rare_threshold": 2,
+    "smooth": 1.0,
+    "base_signatures": True,
+    "beam": 1e-4,
+    "threshold": 1e-5,
+    "merit_threshold": 1e-6,
+    "max_expansions": 2000,
+    "k": 50,
+    "tag_mode": "ignore",
+    "tag_bonus": 10.0,
+    "set_tags": True,
+    "store_forest": True,
+    "scorer": {"@scorers": "spacy_structpref.parseval_scorer.v1"},
+}
+
+
+@Language.factory(
+    "forest_parser",
+    assigns=["doc.spans", "token.tag", "doc._.nbest", "doc._.forest"],
+    default_config=DEFAULT_CONFIG,
+    default_score_weights={"parseval_f": 1.0, "parseval_p": 0.0, "parseval_r": 0.0, "parseval_f_40": 0.0,
+                           "parse_fallbacks": None},
+)
+def make_forest_parser(nlp: Language, name: str, horizontal_markov: int, vertical_markov: int,
+                       tag_parent: bool, split_unary_tags: bool, split_in: bool, split_percent: bool,
+                       rare_threshold: int, smooth: float, base_signatures: bool, beam: float, threshold: float,
+                       merit_threshold: float,
+                       max_expansions: int, k: int, tag_mode: str, tag_bonus: float, set_tags: bool,
+                       store_forest: bool, scorer: Optional[Callable]):
+    cfg = {key: value for key, value in locals().items() if key not in ("nlp", "name", "scorer")}
+    return ForestParser(nlp.vocab, name, scorer=scorer, **cfg)
+
+
+class ForestParser(Pipe):
+    """Settings (see ``DEFAULT_CONFIG``): grammar annotation
+    (``horizontal_markov`` (-1 = none), ``vertical_markov`` (1 = no parent
+    annotation), ``tag_parent``, ``split_unary_tags``, ``split_in``,
+    ``split_percent``), lexicon (``rare_threshold``: words seen at most this
+    often train the unknown-word signatures; ``smooth``; ``base_signatures``:
+    signature model over treebank tags rather than annotated tag states), search (``beam``,
+    ``threshold`` posterior pruning, ``max_expansions``, ``k``), upstream tags
+    (``tag_mode`` ``ignore``/``hard``/``soft`` with ``tag_bonus``), and
+    output (``set_tags`` overwrites ``token.tag_`` with the parse's tags;
+    ``store_forest``)."""
+
+    def __init__(self, vocab, name: str = "forest_parser", *, scorer: Optional[Callable] = None, **cfg):
+        from ..parsing.parser import TAG_MODES
+
+        unknown = set(cfg) - set(DEFAULT_CONFIG)
+        if unknown:
+            from ..errors import StructPrefError
+            raise StructPrefError(f"unknown forest_parser setting(s): {', '.join(sorted(unknown))}")
+        self.vocab = vocab
+        self.name = name
+        self.cfg = {key: value for key, value in DEFAULT_CONFIG.items() if key != "scorer"}
+        self.cfg.update(cfg)
+        if self.cfg["tag_mode"] not in TAG_MODES:
+            from ..errors import StructPrefError
+            raise StructPrefError(f"tag_mode must be one of {TAG_MODES}, got {self.cfg['tag_mode']!r}")
+        if self.cfg["k"] < 1:
+            from ..errors import StructPrefError
+            raise StructPrefError(f"k must be at least 1, got {self.cfg['k']}")
+        self.scorer = scorer
+        self.grammar = None
+        self._parser = None
+        from ..trees import register_extensions
+        register_extensions()
+
+    # ------------------------------------------------------------- training
+    def initialize(self, get_examples: Callable[[], Iterable[Example]], *, nlp: Optional[Language] = None):
+        """Estimate the grammar from the reference trees of the examples."""
+        from nltk.tree import Tree
+
+        from ..errors import StructPrefError
+        from ..parsing.grammar import Annotation, estimate_grammar
+        from ..trees.doc import doc_to_tree
+
+        trees = []
+        for eg in get_examples():
+            tree = doc_to_tree(eg.reference)
+            if tree is None:
+                continue
+            if tree.label() != "TOP":
+                tree = Tree("TOP", [tree])
+            trees.append(tree)
+        if not trees:
+            raise StructPrefError(
+                f"{self.name}: no training example has constituents in doc.spans['constituents'] "
+                "(convert the treebank with `python -m spacy_structpref convert ptb corpus/ptb`)")
+        c = self.cfg
+        annotation = Annotation(c["horizontal_markov"], c["vertical_markov"], c["tag_parent"],
+                                c["split_unary_tags"], c["split_in"], c["split_percent"])
+        self.grammar = estimate_grammar(trees, annotation, rare_threshold=c["rare_threshold"], smooth=c["smooth"],
+                                        base_signatures=c["base_signatures"])
+        self._parser = None
+
+    def update(self, examples: Iterable[Example], *, drop: float = 0.0, sgd=None,
+               losses: Optional[Dict[str, float]] = None) -> Dict[str, float]:
+        """Nothing to learn by gradient: the grammar is estimated in ``initialize``."""
+        losses = {} if losses is None else losses
+        losses.setdefault(self.name, 0.0)
+        return losses
+
+    # ------------------------------------------------------------- parsing
+    @property
+    def parser(self):
+        if self.grammar is None:
+            from ..errors import StructPrefError
+            raise StructPrefError(f"{self.name} has no grammar: call nlp.initialize() with treebank examples "
+                                  "or load a trained pipeline")
+        if self._parser is None:
+            from ..parsing.parser import Parser
+            c = self.cfg
+            self._parser = Parser(self.grammar, beam=c["beam"], threshold=c["threshold"],
+                                  merit_threshold=c["merit_threshold"],
+                                  max_expansions=c["max_expansions"], tag_mode=c["tag_mode"],
+                                  tag_bonus=c["tag_bonus"])
+        return self._parser
+
+    def predict(self, docs):
+        parser = self.parser
+        out = []
+        for doc in docs:
+            if len(doc) == 0:
+                out.append(None)
+                continue
+            tags = [t.tag_ for t in doc] if self.cfg["tag_mode"] != "ignore" else None
+            out.append(parser.parse([t.text for t in doc], tags, k=self.cfg["k"],
+                                    with_forest=self.cfg["store_forest"]))
+        return out
+
+    def set_annotations(self, docs, results) -> None:
+        from ..trees.doc import SPANS_KEY, set_tree
+
+        for doc, res in zip(docs, results):
+            if res is None:
+                doc.spans[SPANS_KEY] = []
+                doc._.nbest = []
+                doc._.forest = None
+                continue
+            set_tree(doc, res.tree, set_tags=self.cfg["set_tags"])
+            doc._.nbest = [[lp, text] for lp, text in res.nbest]
+            doc._.forest = res.forest.to_dict() if res.forest is not None else None
+            if res.fallback:
+                doc.user_data[FALLBACK_KEY] = True
+            else:
+                doc.user_data.pop(FALLBACK_KEY, None)
+
+    def __call__(self, doc):
+        self.set_annotations([doc], self.predict([doc]))
+        return doc
+
+    def pipe(self, stream, *, batch_size: int = 128):
+        for doc in stream:
+            yield self(doc)
+
+    def score(self, examples: Iterable[Example], **kwargs) -> Dict[str, float]:
+        """PARSEVAL scores plus ``parse_fallbacks``: how many Docs got the
+        flat fallback tree."""
+        examples = list(examples)
+        scores = dict(self.scorer(examples, **kwargs)) if self.scorer is not None else {}
+        scores["parse_fallbacks"] = sum(bool(eg.predicted.user_data.get(FALLBACK_KEY)) for eg in examples)
+        return scores
+
+    # ------------------------------------------------------- serialisation
+    def _state(self) -> dict:
+        return {"cfg": self.cfg, "grammar": self.grammar.to_dict() if self.grammar is not None else None}
+
+    def _load_state(self, state: dict) -> None:
+        from ..parsing.grammar import Grammar
+
+        self.cfg.update(state["cfg"])
+        self.grammar = Grammar.from_dict(state["grammar"]) if state["grammar"] is not None else None
+        self._parser = None
+
+    def to_bytes(self, *, exclude=tuple()) -> bytes:
+        return srsly.msgpack_dumps(self._state())
+
+    def from_bytes(self, bytes_data: bytes, *, exclude=tuple()) -> "ForestParser":
+        self._load_state(srsly.msgpack_loads(bytes_data))
+        return self
+
+    def to_disk(self, path, *, exclude=tuple()) -> None:
+        """Write to a temporary sibling directory, then move it into place,
+        so an interrupted save never leaves a half-written component."""
+        path = ensure_path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
+        try:
+            srsly.write_json(tmp / "cfg.json", self.cfg)
+            srsly.write_msgpack(tmp / "grammar.msgpack", self._state()["grammar"])
+            if path.exists():
+                old = Path(tempfile.mkdtemp(prefix=f".{path.name}.old.", dir=path.parent))
+                os.replace(path, old / "x")
+                os.replace(tmp, path)
+                shutil.rmtree(old, ignore_errors=True)
+            else:
+                os.replace(tmp, path)
+        finally:
+            if tmp.exists():
+                shutil.rmtree(tmp, ignore_errors=True)
+
+    def from_disk(self, path, *, exclude=tuple()) -> "ForestParser":
+        path = ensure_path(path)
+        if not (path / "cfg.json").exists():
+            from ..errors import StructPrefError
+            raise StructPrefError(f"{path} does not hold a saved forest_parser (no cfg.json)")
+        self._load_state({"cfg": srsly.read_json(path / "cfg.json"),
+                          "grammar": srsly.read_msgpack(path / "grammar.msgpack")})
+        return self

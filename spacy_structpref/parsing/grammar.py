@@ -1,0 +1,336 @@
+"""Unlexicalised PCFG read off treebank trees (SPEC §7).
+
+Training trees are annotated (vertical parent annotation, optional tag
+parent annotation and Klein & Manning 2003 style tag splits), unary chains are
+collapsed into single *chain rules* (so the chart applies at most one chain per
+cell and never loops), and nodes with more than two children are binarised
+right-branching with horizontal markovisation of order ``h``.
+
+Annotated state names keep the treebank label in front of the first ``^``
+(``NP^S``, ``IN^PP``); markovisation intermediates start with ``@``. Both
+conventions are what :func:`base_label` and :func:`is_intermediate` rely on.
+"""
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+
+import numpy as np
+from nltk.tree import Tree
+
+from ..errors import StructPrefError
+
+SEP = "^"
+INTERMEDIATE = "@"
+
+
+def base_label(state: str) -> str:
+    """The treebank label of an annotated state (``NP^S`` -> ``NP``)."""
+    return state.split(SEP, 1)[0]
+
+
+def is_intermediate(state: str) -> bool:
+    return state.startswith(INTERMEDIATE)
+
+
+def _is_preterminal(node) -> bool:
+    return isinstance(node, Tree) and len(node) == 1 and not isinstance(node[0], Tree)
+
+
+# ------------------------------------------------------------ unknown words
+_SUFFIXES = ("ing", "ed", "ion", "er", "est", "ly", "ity", "al", "ive", "ous", "ble", "ic", "es", "s", "y")
+
+
+def word_signature(word: str, position: int) -> str:
+    """Unknown-word class from shape and affixes (after Petrov et al.'s
+    English signatures): capitalisation (sentence-initial or not), digits,
+    dashes, other punctuation, and a common suffix."""
+    sig = ["UNK"]
+    letters = [c for c in word if c.isalpha()]
+    if word[:1].isupper():
+        if all(c.isupper() for c in letters):
+            sig.append("-AC")
+        elif position == 0:
+            sig.append("-INITC")
+        else:
+            sig.append("-CAPS")
+    elif any(c.isupper() for c in letters):
+        sig.append("-MIXED")
+    elif letters:
+        sig.append("-LC")
+    if any(c.isdigit() for c in word):
+        sig.append("-NUM" if not letters else "-DIG")
+    if "-" in word:
+        sig.append("-DASH")
+    if "." in word:
+        sig.append("-PERIOD")
+    if "," in word:
+        sig.append("-COMMA")
+    lower = word.lower()
+    if len(letters) >= 3:
+        for suf in _SUFFIXES:
+            if lower.endswith(suf):
+                sig.append("-" + suf)
+                break
+    return "".join(sig)
+
+
+# ------------------------------------------------------------ tree transforms
+@dataclass(frozen=True)
+class Annotation:
+    """Every grammar setting (the component config passes them through)."""
+    horizontal_markov: int = 2      # siblings remembered in intermediates; -1 = no markovisation
+    vertical_markov: int = 2        # 1 = none, 2 = parent, 3 = parent and grandparent
+    tag_parent: bool = True         # annotate POS tags with their parent's label
+    split_unary_tags: bool = True   # mark DT/RB/... that are the only child of their parent
+    split_in: bool = True           # IN also remembers its grandparent (K&M SPLIT-IN)
+    split_percent: bool = True      # the word % gets its own tag state (K&M SPLIT-%)
+
+
+_UNARY_TAGS = ("DT", "RB", "JJ", "PRP", "CD", "NN", "NNS")
+
+
+def annotate(tree: Tree, ann: Annotation) -> Tree:
+    """Copy of a (TOP-rooted) tree with annotated state labels."""
+
+    def walk(node: Tree, ancestors: Tuple[str, ...]) -> Tree:
+        label = node.label()
+        if _is_preterminal(node):
+            word = node[0]
+            state = label
+            parts = []
+            if ann.tag_parent and ancestors:
+                parts.append(ancestors[-1])
+            if ann.split_in and label == "IN" and len(ancestors) >= 2:
+                parts.append(ancestors[-2])
+            if ann.split_percent and word == "%":
+                parts = ["%"]
+            if parts:
+                state = label + SEP + SEP.join(parts)
+            return Tree(state, [word])
+        n_up = ann.vertical_markov - 1
+        state = label
+        if label != "TOP" and n_up > 0 and ancestors:
+            state = label + SEP + SEP.join(reversed(ancestors[-n_up:]))
+        kids = []
+        for k in node:
+            if isinstance(k, Tree):
+                sub = walk(k, ancestors + (label,))
+                if (ann.split_unary_tags and len(node) == 1 and _is_preterminal(k)
+                        and k.label() in _UNARY_TAGS):
+                    sub.set_label(sub.label() + SEP + "U")
+                kids.append(sub)
+            else:
+                raise StructPrefError(f"word {k!r} under non-preterminal {label!r}: every word needs a POS tag")
+        return Tree(state, kids)
+
+    if not isinstance(tree, Tree):
+        raise StructPrefError(f"expected an nltk.Tree, got {type(tree).__name__}")
+    return walk(tree, ())
+
+
+# ------------------------------------------------------------------ grammar
+@dataclass
+class Grammar:
+    """A binarised PCFG over annotated states.
+
+    ``binary``: (parent, left, right, prob); ``chains``: (states top..bottom,
+    prob) for collapsed unary chains; ``lexicon``: tag state -> word
+    probabilities with the signature model for rare/unknown words."""
+    annotation: Annotation
+    states: List[str]
+    binary: List[Tuple[int, int, int, float]]
+    chains: List[Tuple[Tuple[int, ...], float]]
+    tag_word: Dict[str, Dict[int, float]]       # word -> {tag state: P(T|w)}
+    tag_sig: Dict[str, Dict[int, float]]        # signature -> {tag state: P(T|sig)}
+    tag_prior: Dict[int, float]                 # P(T)
+    word_count: Dict[str, int]
+    sig_count: Dict[str, int]
+    n_tokens: int
+    smooth: float = 1.0
+    _ids: Dict[str, int] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self):
+        self._ids = {s: i for i, s in enumerate(self.states)}
+        self.base = [base_label(s) for s in self.states]
+        self.root = self._ids.get("TOP", -1)
+        if self.root < 0:
+            raise StructPrefError("the grammar has no TOP state: training trees must be TOP-rooted (normalize_tree)")
+        self._lex_cache: Dict[Tuple[str, int], Tuple[np.ndarray, np.ndarray]] = {}
+
+    @property
+    def n_states(self) -> int:
+        return len(self.states)
+
+    def state_id(self, state: str) -> int:
+        return self._ids[state]
+
+    # ---------------------------------------------------------------- lexicon
+    def tag_scores(self, word: str, position: int) -> Tuple[np.ndarray, np.ndarray]:
+        """(tag state ids, P(word | tag)) for one token."""
+        known = word in self.word_count
+        key = (word, position == 0)  # the signature marks sentence-initial capitals
+        hit = self._lex_cache.get(key)
+        if hit is not None:
+            return hit
+        sig = word_signature(word, position)
+        sig_dist = self.tag_sig.get(sig) or self.tag_sig.get("")  # "" holds P(T | rare word)
+        if known:
+            c = self.word_count[word]
+            seen = self.tag_word[word]
+            tags = set(seen) | set(sig_dist)
+            p_w = c / self.n_tokens
+            post = {t: (seen.get(t, 0.0) * c + self.smooth * sig_dist.get(t, 0.0)) / (c + self.smooth)
+                    for t in tags}
+        else:
+            p_w = (self.sig_count.get(sig, 0) + 1.0) / self.n_tokens
+            post = sig_dist
+        ids = np.fromiter(post.keys(), dtype=np.int32, count=len(post))
+        probs = np.array([post[t] * p_w / self.tag_prior[t] for t in post], dtype=np.float64)
+        keep = probs > 0
+        out = (ids[keep], probs[keep])
+        if len(self._lex_cache) < 200000:
+            self._lex_cache[key] = out
+        return out
+
+    # -------------------------------------------------------- serialisation
+    def to_dict(self) -> dict:
+        return {
+            "annotation": self.annotation.__dict__,
+            "states": self.states,
+            "binary": [list(r) for r in self.binary],
+            "chains": [[list(s), p] for s, p in self.chains],
+            "tag_word": {w: {str(t): p for t, p in d.items()} for w, d in self.tag_word.items()},
+            "tag_sig": {w: {str(t): p for t, p in d.items()} for w, d in self.tag_sig.items()},
+            "tag_prior": {str(t): p for t, p in self.tag_prior.items()},
+            "word_count": self.word_count, "sig_count": self.sig_count,
+            "n_tokens": self.n_tokens, "smooth": self.smooth,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Grammar":
+        def ints(m):
+            return {int(t): p for t, p in m.items()}
+        return cls(
+            annotation=Annotation(**d["annotation"]), states=list(d["states"]),
+            binary=[(int(a), int(b), int(c), float(p)) for a, b, c, p in d["binary"]],
+            chains=[(tuple(int(x) for x in s), float(p)) for s, p in d["chains"]],
+            tag_word={w: ints(m) for w, m in d["tag_word"].items()},
+            tag_sig={w: ints(m) for w, m in d["tag_sig"].items()},
+            tag_prior=ints(d["tag_prior"]), word_count=dict(d["word_count"]),
+            sig_count=dict(d["sig_count"]), n_tokens=int(d["n_tokens"]), smooth=float(d["smooth"]))
+
+
+def _binarise(label: str, kids: List[str], h: int) -> List[Tuple[str, str, str]]:
+    """Right-branching binarisation of ``label -> kids`` (len >= 2) into
+    binary rules, intermediates remembering the last ``h`` siblings."""
+    rules = []
+    parent = label
+    for i in range(len(kids) - 2):
+        done = [base_label(k) for k in kids[:i + 1]]
+        if h >= 0:
+            done = done[len(done) - h:] if h > 0 else []
+        inter = f"{INTERMEDIATE}{label}|{','.join(done)}"
+        rules.append((parent, kids[i], inter))
+        parent = inter
+    rules.append((parent, kids[-2], kids[-1]))
+    return rules
+
+
+def estimate_grammar(trees: Iterable[Tree], annotation: Annotation = Annotation(),
+                     rare_threshold: int = 2, smooth: float = 1.0, sig_smooth: float = 1.0,
+                     base_signatures: bool = True) -> Grammar:
+    """Relative-frequency PCFG from TOP-rooted treebank trees.
+
+    Lexicon: ``P(w | T) = P(T | w) P(w) / P(T)``; words seen at most
+    ``rare_threshold`` times train ``P(T | signature)``, which smooths known
+    words' ``P(T | w)`` (weight ``smooth``) and scores unknown words."""
+    lhs_count: Counter = Counter()
+    bin_count: Counter = Counter()
+    chain_count: Counter = Counter()
+    tagword: Counter = Counter()
+    n_trees = 0
+    for tree in trees:
+        if not isinstance(tree, Tree) or tree.label() != "TOP":
+            raise StructPrefError("grammar training trees must be nltk Trees rooted in TOP (see normalize_tree)")
+        n_trees += 1
+        stack = [annotate(tree, annotation)]
+        while stack:
+            node = stack.pop()
+            if _is_preterminal(node):
+                continue
+            chain = [node.label()]
+            while len(node) == 1 and not _is_preterminal(node):
+                node = node[0]
+                chain.append(node.label())
+            if len(chain) > 1:
+                chain_count[tuple(chain)] += 1
+                lhs_count[chain[0]] += 1
+            if _is_preterminal(node):
+                continue
+            kids = [k.label() for k in node]
+            for a, b, c in _binarise(node.label(), kids, annotation.horizontal_markov):
+                bin_count[(a, b, c)] += 1
+                lhs_count[a] += 1
+            stack.extend(node)
+        for leaf_i, (word, tag) in enumerate(annotate(tree, annotation).pos()):
+            tagword[(word, tag, leaf_i)] += 1
+    if not n_trees:
+        raise StructPrefError("cannot estimate a grammar from zero trees")
+
+    states: Dict[str, int] = {"TOP": 0}
+
+    def sid(s: str) -> int:
+        if s not in states:
+            states[s] = len(states)
+        return states[s]
+
+    binary = [(sid(a), sid(b), sid(c), n / lhs_count[a]) for (a, b, c), n in sorted(bin_count.items())]
+    chains = [(tuple(sid(s) for s in ch), n / lhs_count[ch[0]]) for ch, n in sorted(chain_count.items())]
+
+    word_count: Counter = Counter()
+    tag_count: Counter = Counter()
+    wt: Dict[str, Counter] = defaultdict(Counter)
+    for (word, tag, _), n in tagword.items():
+        word_count[word] += n
+        tag_count[sid(tag)] += n
+        wt[word][sid(tag)] += n
+    names = [None] * len(states)
+    for name, i in states.items():
+        names[i] = name
+    # The signature model is estimated over treebank tags when base_signatures
+    # is set (annotated tag states are too sparse among rare words: a state
+    # seen once, with a rare word, would claim every unknown word) and spread
+    # over a tag's annotated states by their relative frequency P(T | tag).
+    group = (lambda t: base_label(names[t])) if base_signatures else (lambda t: t)
+    sig_tag: Dict[str, Counter] = defaultdict(Counter)
+    rare_tag: Counter = Counter()
+    sig_count: Counter = Counter()
+    for (word, tag, pos), n in tagword.items():
+        if word_count[word] <= rare_threshold:
+            sig = word_signature(word, pos)
+            sig_tag[sig][group(sid(tag))] += n
+            rare_tag[group(sid(tag))] += n
+            sig_count[sig] += n
+    group_count: Counter = Counter()
+    for t, c in tag_count.items():
+        group_count[group(t)] += c
+    members = defaultdict(list)
+    for t, c in tag_count.items():
+        if group(t) in rare_tag:
+            members[group(t)].append((t, c / group_count[group(t)]))
+    n_tokens = sum(word_count.values())
+    n_rare = sum(rare_tag.values()) or 1
+    rare_prior = {b: c / n_rare for b, c in rare_tag.items()}
+
+    def spread(dist):
+        return {t: p * share for b, p in dist.items() for t, share in members[b]}
+
+    tag_sig = {"": spread(rare_prior)}
+    for sig, counts in sig_tag.items():
+        tot = sum(counts.values())
+        tag_sig[sig] = spread({b: (counts.get(b, 0) + sig_smooth * p) / (tot + sig_smooth)
+                               for b, p in rare_prior.items()})
+    tag_word = {w: {t: c / word_count[w] for t, c in d.items()} for w, d in wt.items()}
+    tag_prior = {t: c / n_tokens for t, c in tag_count.items()}
+    return Grammar(annotation, names, binary, chains, tag_word, tag_sig, tag_prior,
+                   dict(word_count), dict(sig_count), n_tokens, smooth)

@@ -1,0 +1,432 @@
+"""The PCFG parser: chart (Cython), conversion of the pruned chart into a
+treebank-space :class:`~spacy_structpref.trees.Forest`, Viterbi and lazy
+k-best extraction (Huang & Chiang 2005, algorithm 3).
+
+The forest users see has full n-ary productions: a binary chart edge whose
+right child is a markovisation intermediate is expanded with the
+intermediate's own edges, the n-ary edge's probability being the product of
+the binarised rules; a chain rule becomes a path of unary edges through
+per-chain nodes (the chain's probability on the top edge, 1 below). Node
+labels are plain treebank labels, ``state`` the parser's annotated state.
+"""
+import heapq
+import sys
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+from nltk.tree import Tree
+
+from ..errors import StructPrefError
+from ..trees.arrays import SymbolTable
+from ..trees.brackets import to_bracketed
+from ..trees.forest import Forest
+from .grammar import Grammar, base_label, is_intermediate
+
+TAG_MODES = ("ignore", "hard", "soft")
+
+
+@dataclass
+class ParseResult:
+    words: List[str]
+    tree: Tree
+    log_prob: float
+    forest: Optional[Forest]
+    nbest: List[Tuple[float, str]]  # (log-probability, bracketed tree), best first
+    fallback: bool
+
+
+class Parser:
+    """CKY parser over a :class:`Grammar`.
+
+    ``beam``: items below this fraction of the best item of their cell layer
+    are dropped while filling the chart; ``threshold``: chart hyperedges
+    whose posterior is below it are pruned before the forest is built;
+    ``merit_threshold``: then forest hyperedges whose best tree is less
+    probable than this fraction of the Viterbi tree's are pruned (Huang
+    2008), and inside/outside recomputed on what is left;
+    ``max_expansions``: cap on the n-ary edges one node may get when
+    intermediates are expanded (the most probable are kept)."""
+
+    def __init__(self, grammar: Grammar, beam: float = 1e-4, threshold: float = 1e-5,
+                 merit_threshold: float = 0.0, max_expansions: int = 2000, tag_mode: str = "ignore",
+                 tag_bonus: float = 10.0, symbols: SymbolTable = None):
+        if tag_mode not in TAG_MODES:
+            raise StructPrefError(f"tag_mode must be one of {TAG_MODES}, got {tag_mode!r}")
+        if not (0 <= beam < 1 and 0 <= threshold < 1 and 0 <= merit_threshold < 1):
+            raise StructPrefError(f"beam, threshold and merit_threshold must lie in [0, 1), "
+                                  f"got {beam}, {threshold} and {merit_threshold}")
+        self.grammar = grammar
+        self.beam, self.threshold, self.merit_threshold = beam, threshold, merit_threshold
+        self.max_expansions = max_expansions
+        self.tag_mode, self.tag_bonus = tag_mode, tag_bonus
+        self.symbols = symbols if symbols is not None else SymbolTable()
+        g = grammar
+        S = g.n_states
+        binary = sorted(g.binary, key=lambda r: (r[1], r[2], r[0]))
+        self.b_parent = np.array([r[0] for r in binary], dtype=np.int32)
+        self.b_left = np.array([r[1] for r in binary], dtype=np.int32)
+        self.b_right = np.array([r[2] for r in binary], dtype=np.int32)
+        self.b_prob = np.array([r[3] for r in binary], dtype=np.float64)
+        self.bl_start = np.searchsorted(self.b_left, np.arange(S + 1)).astype(np.int32)
+        chains = sorted(g.chains, key=lambda c: (c[0][-1], c[0][0]))
+        self.chain_states = [c[0] for c in chains]
+        bottoms = np.array([c[0][-1] for c in chains], dtype=np.int32)
+        self.c_top = np.array([c[0][0] for c in chains], dtype=np.int32)
+        self.c_prob = np.array([c[1] for c in chains], dtype=np.float64)
+        self.c_start = np.searchsorted(bottoms, np.arange(S + 1)).astype(np.int32)
+        self.inter = np.array([is_intermediate(s) for s in g.states])
+        self.labels = [base_label(s) for s in g.states]
+        self._label_ids = [self.symbols.label_id(lab) for lab in self.labels]
+        self._prod_cache: Dict[tuple, int] = {}
+
+    # --------------------------------------------------------------- lexicon
+    def lexical_scores(self, words: Sequence[str], tags: Sequence[str] = None) -> np.ndarray:
+        g = self.grammar
+        lex = np.zeros((len(words), g.n_states))
+        for i, w in enumerate(words):
+            ids, probs = g.tag_scores(w, i)
+            lex[i, ids] = probs
+            if tags is not None and self.tag_mode != "ignore" and tags[i]:
+                match = np.array([self.labels[t] == tags[i] for t in ids], dtype=bool)
+                if self.tag_mode == "hard" and match.any():
+                    lex[i, ids[~match]] = 0.0
+                elif self.tag_mode == "soft":
+                    lex[i, ids[match]] *= self.tag_bonus
+        return lex
+
+    # ----------------------------------------------------------------- parse
+    def parse(self, words: Sequence[str], tags: Sequence[str] = None, k: int = 1,
+              with_forest: bool = True) -> ParseResult:
+        """Best tree, the k best trees with their log-probabilities and the
+        pruned forest; a flat fallback tree (``fallback=True``) when the
+        grammar cannot parse the sentence."""
+        from . import _chart
+
+        words = [str(w) for w in words]
+        if not words:
+            raise StructPrefError("cannot parse an empty sentence")
+        if tags is not None and len(tags) != len(words):
+            raise StructPrefError(f"{len(tags)} tags for {len(words)} words")
+        lex = self.lexical_scores(words, tags)
+        forest = None
+        for beam in (self.beam, 0.0):
+            forest = self._forest(_chart, words, lex, beam)
+            if forest is not None or beam == 0.0:
+                break
+        if forest is None:
+            tree = self.fallback_tree(words, lex)
+            return ParseResult(words, tree, float("-inf"), None, [(float("-inf"), to_bracketed(tree))], True)
+        extractor = KBest(forest, words)
+        found = extractor.best(k)
+        if not found:  # cannot happen for a forest with a finite root score
+            raise StructPrefError("k-best extraction found no tree in a non-empty forest")
+        tree = extractor.tree(forest.root, found[0][2])
+        nbest = [(lp, text) for lp, text, _ in found]
+        return ParseResult(words, tree, found[0][0], forest if with_forest else None, nbest, False)
+
+    def fallback_tree(self, words: Sequence[str], lex: np.ndarray) -> Tree:
+        """A flat ``(TOP (S tags...))`` tree with each word's best tag."""
+        kids = []
+        for i, w in enumerate(words):
+            t = int(np.argmax(lex[i])) if lex[i].max() > 0 else -1
+            kids.append(Tree(self.labels[t] if t >= 0 else "NN", [w]))
+        return Tree("TOP", [Tree("S", kids)])
+
+    def _forest(self, _chart, words, lex, beam) -> Optional[Forest]:
+        g = self.grammar
+        args = (self.bl_start, self.b_right, self.b_parent, self.b_prob, self.c_start, self.c_top, self.c_prob)
+        pre, fin, scale, act, nact = _chart.inside(*args, lex, beam)
+        edges = _chart.outside(*args, pre, fin, scale, act, nact, g.root, self.threshold)
+        if edges is None:
+            return None
+        return self._build(words, lex, *edges)
+
+    # ------------------------------------------------- chart -> n-ary forest
+    def _build(self, words, lex, binary, chains, lexical) -> Optional[Forest]:
+        n = len(words)
+        bins: Dict[Tuple[int, int, int], List[Tuple[int, int, int, float]]] = {}
+        rows, _ = binary
+        for i, k, j, r in rows.tolist():
+            bins.setdefault((int(self.b_parent[r]), i, j), []).append(
+                (k, int(self.b_left[r]), int(self.b_right[r]), float(self.b_prob[r])))
+        chain_in: Dict[Tuple[int, int, int], List[int]] = {}
+        for i, j, r, _ in chains[0].tolist():
+            chain_in.setdefault((int(self.c_top[r]), i, j), []).append(r)
+        lexset = {(i, t) for i, t, _, _ in lexical[0].tolist()}
+
+        symbols = self.symbols
+        labels, lab_id = self.labels, self._label_ids
+        word_syms = [-(symbols.word_id(w) + 1) for w in words]
+        n_label: List[int] = []
+        n_start: List[int] = []
+        n_end: List[int] = []
+        n_state: List[int] = []
+        e_head: List[int] = []
+        e_tails: List[int] = []
+        e_start: List[int] = [0]
+        e_rule: List[int] = []
+        e_prob: List[float] = []
+        prod_cache = self._prod_cache
+        made: Dict[tuple, Optional[int]] = {}
+        inter_memo: Dict[tuple, List[Tuple[List[int], float]]] = {}
+        cap = self.max_expansions
+
+        def add_node(s, i, j) -> int:
+            n_label.append(lab_id[s])
+            n_start.append(i)
+            n_end.append(j)
+            n_state.append(s)
+            return len(n_label) - 1
+
+        def add_edge(v, tails, p) -> None:
+            key = (n_label[v],) + tuple(n_label[t] if t >= 0 else word_syms[-t - 1] for t in tails)
+            rule = prod_cache.get(key)
+            if rule is None:
+                rule = prod_cache[key] = symbols.production_id(key[0], key[1:])
+            e_head.append(v)
+            e_tails.extend(tails)
+            e_start.append(len(e_tails))
+            e_rule.append(rule)
+            e_prob.append(p)
+
+        def nary(s, i, j) -> List[Tuple[List[int], float]]:
+            """(tail ids, probability) of the n-ary edges below state s over [i, j)."""
+            if j - i == 1 and (i, s) in lexset:
+                return [([-(i + 1)], float(lex[i, s]))]
+            out = []
+            for k, b, c, p in bins.get((s, i, j), ()):
+                left = node(b, i, k, True)
+                if left is None:
+                    continue
+                if self.inter[c]:
+                    key = (c, k, j)
+                    if key not in inter_memo:
+                        inter_memo[key] = nary(c, k, j)
+                    out.extend(([left] + t, p * q) for t, q in inter_memo[key])
+                else:
+                    right = node(c, k, j, True)
+                    if right is not None:
+                        out.append(([left, right], p))
+            if len(out) > cap:
+                out.sort(key=lambda e: -e[1])
+                del out[cap:]
+            return out
+
+        def node(s, i, j, final) -> Optional[int]:
+            """Forest node for state s over [i, j): ``final`` items may carry
+            a chain rule on top; when none is present they coincide with the
+            pre-chain item."""
+            if final and (s, i, j) not in chain_in:
+                final = False
+            key = (s, i, j, final)
+            if key in made:
+                return made[key]
+            made[key] = None  # the chart is acyclic; this only guards against bugs
+            edges = nary(s, i, j)
+            if final:
+                edges = list(edges)
+                for r in chain_in[(s, i, j)]:
+                    path = self.chain_states[r]
+                    below = node(path[-1], i, j, False)
+                    if below is None:
+                        continue
+                    for depth in range(len(path) - 2, 0, -1):  # chain-internal nodes, bottom-up
+                        mid = add_node(path[depth], i, j)
+                        add_edge(mid, [below], 1.0)
+                        below = mid
+                    edges.append(([below], float(self.c_prob[r])))
+            if not edges:
+                return None
+            v = add_node(s, i, j)
+            for tails, p in edges:
+                add_edge(v, tails, p)
+            made[key] = v
+            return v
+
+        limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(limit, 20 * n + 1000))
+        try:
+            root = node(self.grammar.root, 0, n, True)
+        finally:
+            sys.setrecursionlimit(limit)
+        if root is None:
+            return None
+        forest = with_scores(Forest(n_label, n_start, n_end, e_head, e_start, e_tails, e_rule, e_prob, root, n,
+                                    symbols, state=n_state))
+        if self.merit_threshold > 0:
+            forest = prune_by_merit(forest, self.merit_threshold)
+        return forest
+
+
+def with_scores(forest: Forest) -> Forest:
+    """Fill the forest's log inside/outside slots (Cython; edges must be
+    grouped by head in bottom-up order)."""
+    from . import _chart
+
+    order = np.argsort(forest.head, kind="stable")
+    if np.any(order != np.arange(forest.n_edges)):
+        raise StructPrefError("forest edges must be grouped by head in bottom-up order")
+    li, lo, _ = _chart.forest_inside_outside(forest.head, forest.tail_start, forest.tails, forest.prob,
+                                                  forest.n_nodes, forest.root)
+    if li[forest.root] == -np.inf:
+        raise StructPrefError("the forest's root has zero inside probability")
+    forest.log_inside, forest.log_outside = li, lo
+    return forest
+
+
+def prune_by_merit(forest: Forest, ratio: float) -> Forest:
+    """Sub-forest of the hyperedges whose best tree has probability at least
+    ``ratio`` times the Viterbi tree's, with inside/outside recomputed.
+
+    The kept edges are closed: a kept edge's tails keep their own best edges
+    (whose merit is at least as high), and its head stays reachable."""
+    from . import _chart
+
+    vi = _viterbi_inside(forest)
+    merit = _chart.viterbi_merit(forest.head, forest.tail_start, forest.tails, forest.prob, vi, forest.root)
+    keep = merit >= vi[forest.root] + np.log(ratio)
+    if keep.all():
+        return forest
+    sizes = np.diff(forest.tail_start)[keep]
+    owner_keep = np.repeat(keep, np.diff(forest.tail_start))
+    tails = forest.tails[owner_keep]
+    alive = np.zeros(forest.n_nodes, dtype=bool)
+    alive[forest.head[keep]] = True
+    new_id = np.cumsum(alive) - 1  # keeps the bottom-up order
+    tails = np.where(tails >= 0, new_id[np.maximum(tails, 0)], tails)
+    out = Forest(forest.label[alive], forest.start[alive], forest.end[alive], new_id[forest.head[keep]],
+                 np.concatenate([[0], np.cumsum(sizes)]), tails, forest.rule[keep], forest.prob[keep],
+                 new_id[forest.root], forest.n_words, forest.symbols, state=forest.state[alive])
+    return with_scores(out)
+
+
+def _viterbi_inside(forest: Forest) -> np.ndarray:
+    from . import _chart
+
+    return _chart.forest_inside_outside(forest.head, forest.tail_start, forest.tails, forest.prob,
+                                        forest.n_nodes, forest.root)[2]
+
+
+# ------------------------------------------------------------------ k-best
+class KBest:
+    """Lazy k-best derivations of a forest (Huang & Chiang 2005, algorithm 3).
+
+    Derivations of a node are found on demand: ``kth(v, r)`` pops candidates
+    from v's heap until it knows the r-th best, and a popped derivation
+    ``(e, ranks)`` pushes its successors ``ranks + 1_q`` only then."""
+
+    def __init__(self, forest: Forest, words: Sequence[str] = None):
+        if not isinstance(forest, Forest):
+            raise StructPrefError(f"k-best extraction needs a Forest, got {type(forest).__name__}")
+        self.forest = forest
+        self.words = words
+        self.incoming = forest.incoming()
+        with np.errstate(divide="ignore"):
+            self.logp = np.log(forest.prob).tolist()
+        ts, tails = forest.tail_start.tolist(), forest.tails.tolist()
+        self.tails = [tails[ts[e]:ts[e + 1]] for e in range(forest.n_edges)]
+        self.node_tails = [[t for t in tl if t >= 0] for tl in self.tails]
+        self.derivs: Dict[int, list] = {}
+        self.cand: Dict[int, list] = {}
+        self.seen: Dict[int, set] = {}
+        self._text: Dict[Tuple[int, int], str] = {}
+        sym = forest.symbols
+        self.label = [sym.labels[x] for x in forest.label.tolist()]
+        self.rule = forest.rule.tolist()
+
+    def _score(self, e, ranks):
+        s = self.logp[e]
+        for t, r in zip(self.node_tails[e], ranks):
+            d = self.kth(t, r)
+            if d is None:
+                return None
+            s += d[0]
+        return s
+
+    def kth(self, v: int, r: int):
+        """The r-th (0-based) best derivation ``(logp, edge, ranks)`` of node v, or None."""
+        D = self.derivs.get(v)
+        if D is None:
+            D = self.derivs[v] = []
+            heap = self.cand[v] = []
+            seen = self.seen[v] = set()
+            for e in self.incoming[v]:
+                ranks = (0,) * len(self.node_tails[e])
+                s = self._score(e, ranks)
+                if s is not None and s > -np.inf:
+                    heap.append((-s, e, ranks))
+                    seen.add((e, ranks))
+            heapq.heapify(heap)
+        heap, seen = self.cand[v], self.seen[v]
+        while len(D) <= r:
+            if D:
+                _, e, ranks = D[-1]
+                for q in range(len(ranks)):
+                    nxt = ranks[:q] + (ranks[q] + 1,) + ranks[q + 1:]
+                    if (e, nxt) in seen:
+                        continue
+                    seen.add((e, nxt))
+                    s = self._score(e, nxt)
+                    if s is not None and s > -np.inf:
+                        heapq.heappush(heap, (-s, e, nxt))
+            if not heap:
+                return None
+            neg, e, ranks = heapq.heappop(heap)
+            D.append((-neg, e, ranks))
+        return D[r]
+
+    def _word(self, e, q, t):
+        if self.words is not None:
+            return self.words[-t - 1]
+        sym = self.forest.symbols
+        return sym.words[-sym.productions[self.rule[e]][1][q] - 1]
+
+    def text(self, v: int, r: int) -> str:
+        """Bracketed string of the r-th derivation of v (memoised: k-best
+        lists share most of their subtrees)."""
+        key = (v, r)
+        out = self._text.get(key)
+        if out is None:
+            _, e, ranks = self.derivs[v][r]
+            it = iter(ranks)
+            kids = [self.text(t, next(it)) if t >= 0 else self._word(e, q, t)
+                    for q, t in enumerate(self.tails[e])]
+            out = self._text[key] = "(" + self.label[v] + " " + " ".join(kids) + ")"
+        return out
+
+    def tree(self, v: int, r: int) -> Tree:
+        _, e, ranks = self.derivs[v][r]
+        it = iter(ranks)
+        kids = [self.tree(t, next(it)) if t >= 0 else self._word(e, q, t) for q, t in enumerate(self.tails[e])]
+        return Tree(self.label[v], kids)
+
+    def best(self, k: int) -> List[Tuple[float, str, int]]:
+        """Up to k distinct trees ``(logp, bracketed, derivation rank)``, best first."""
+        if k < 1:
+            raise StructPrefError(f"k must be at least 1, got {k}")
+        root = self.forest.root
+        limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(limit, 50 * self.forest.n_words + 1000))
+        try:
+            out, strings = [], set()
+            r = 0
+            # Distinct annotated derivations could yield the same treebank tree; keep the first.
+            while len(out) < k:
+                d = self.kth(root, r)
+                if d is None:
+                    break
+                text = self.text(root, r)
+                if text not in strings:
+                    strings.add(text)
+                    out.append((float(d[0]), text, r))
+                r += 1
+        finally:
+            sys.setrecursionlimit(limit)
+        return out
+
+
+def kbest(forest: Forest, k: int, words: Sequence[str] = None) -> List[Tuple[float, str]]:
+    """The ``k`` most probable trees of a forest, best first, as
+    ``(log-probability, bracketed string)``."""
+    return [(lp, text) for lp, text, _ in KBest(forest, words).best(k)]
