@@ -1,0 +1,1 @@
+"""spaCy pipeline components (factories stay cheap to import: heavy parts load lazily)."""
