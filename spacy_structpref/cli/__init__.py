@@ -83,6 +83,17 @@ def draw_tree_cli(
     typer.echo(f"wrote {output}")
 
 
+@app.command("label-map")
+def label_map_cli(
+    model: Path = typer.Argument(..., help="Trained pipeline with a distro_tagger"),
+    output: Path = typer.Argument(..., help="Picture to write (.png or .svg)"),
+):
+    """Draw the label similarity map of a trained distro_tagger."""
+    from .label_map import draw_label_map
+
+    typer.echo(f"wrote {draw_label_map(model, output)}")
+
+
 def main() -> None:
     from ..errors import StructPrefError
 

@@ -1,0 +1,235 @@
+"""The ``distro_tagger`` component: a first-order sequence tagger with
+distributed label vectors (DISTRO, SPEC §6) that writes ``token.tag_``.
+
+Training alternates between phases of ``w_steps`` optimizer steps on w (the
+emission/transition weights and the feature layer) and ``a_steps`` steps on
+the label matrix A (with the learning rate scaled by ``a_learn_rate_scale``);
+after each A step the nuclear-norm proximal step (soft-threshold singular
+values by ``step · nuclear_lambda``, step = learn_rate · a_learn_rate_scale;
+unit columns) is applied in :meth:`DistroTaggerComponent.finish_update`. With the
+model's ``onehot = true`` A stays the identity and every step is a w step:
+the structured SVM baseline.
+"""
+from itertools import islice
+from typing import Callable, Dict, Iterable, List, Optional, Tuple
+
+import numpy
+from spacy.language import Language
+from spacy.pipeline import TrainablePipe
+from spacy.tokens import Doc
+from spacy.training import Example, validate_examples, validate_get_examples
+from thinc.api import Config, Model, set_dropout_rate
+
+# Registers the architectures named in the default config (pure Python; the
+# compiled Viterbi is imported on first use).
+from ..models import distro as _distro  # noqa: F401
+from ..models import sparse_features as _sparse  # noqa: F401
+
+DEFAULT_MODEL_CONFIG = """
+[model]
+@architectures = "spacy_structpref.DistroTagger.v1"
+rank = 20
+onehot = false
+
+[model.tok2vec]
+@architectures = "spacy_structpref.SparseFeatures.v1"
+width = null
+"""
+DEFAULT_MODEL = Config().from_str(DEFAULT_MODEL_CONFIG)["model"]
+
+
+@Language.factory(
+    "distro_tagger",
+    assigns=["token.tag"],
+    default_config={
+        "model": DEFAULT_MODEL,
+        "overwrite": False,
+        "w_steps": 100,
+        "a_steps": 20,
+        "nuclear_lambda": 1.0,
+        "a_learn_rate_scale": 1.0,
+        "cost": 1.0,
+        "scorer": {"@scorers": "spacy.tagger_scorer.v1"},
+    },
+    default_score_weights={"tag_acc": 1.0},
+)
+def make_distro_tagger(nlp: Language, name: str, model: Model, overwrite: bool, w_steps: int,
+                       a_steps: int, nuclear_lambda: float, a_learn_rate_scale: float,
+                       cost: float, scorer: Optional[Callable]) -> "DistroTaggerComponent":
+    return DistroTaggerComponent(nlp.vocab, model, name, overwrite=overwrite, w_steps=w_steps,
+                                 a_steps=a_steps, nuclear_lambda=nuclear_lambda,
+                                 a_learn_rate_scale=a_learn_rate_scale, cost=cost, scorer=scorer)
+
+
+class DistroTaggerComponent(TrainablePipe):
+    """Sequence tagger with label vectors; see the module docstring."""
+
+    def __init__(self, vocab, model: Model, name: str = "distro_tagger", *,
+                 overwrite: bool = False, w_steps: int = 100, a_steps: int = 20,
+                 nuclear_lambda: float = 1.0, a_learn_rate_scale: float = 1.0,
+                 cost: float = 1.0, scorer: Optional[Callable] = None):
+        if w_steps < 1 or a_steps < 0:
+            raise ValueError(f"w_steps must be >= 1 and a_steps >= 0, got {w_steps}, {a_steps}")
+        if nuclear_lambda < 0 or cost < 0 or a_learn_rate_scale <= 0:
+            raise ValueError("nuclear_lambda and cost must be >= 0 and a_learn_rate_scale > 0, "
+                             f"got {nuclear_lambda}, {cost}, {a_learn_rate_scale}")
+        self.vocab = vocab
+        self.model = model
+        self.name = name
+        self.cfg = {"labels": [], "overwrite": overwrite, "w_steps": w_steps,
+                    "a_steps": a_steps, "nuclear_lambda": nuclear_lambda,
+                    "a_learn_rate_scale": a_learn_rate_scale, "cost": cost}
+        self.scorer = scorer
+        self.n_steps = 0  # optimizer steps taken: drives the alternating schedule
+        self.last_rank: Optional[int] = None
+
+    # -- labels ---------------------------------------------------------------
+    @property
+    def labels(self) -> Tuple[str, ...]:
+        return tuple(self.cfg["labels"])
+
+    @property
+    def label_data(self) -> List[str]:
+        return list(self.labels)
+
+    def add_label(self, label: str) -> int:
+        if not isinstance(label, str):
+            raise ValueError(f"labels must be strings, got {label!r}")
+        if label in self.labels:
+            return 0
+        if self.model.has_dim("nO"):
+            raise ValueError(f"cannot add label {label!r}: the distro_tagger is already "
+                             "initialized (its label matrix A is sized to the labels)")
+        self.cfg["labels"].append(label)
+        self.vocab.strings.add(label)
+        return 1
+
+    def initialize(self, get_examples: Callable[[], Iterable[Example]], *, nlp=None,
+                   labels: Optional[List[str]] = None) -> None:
+        validate_get_examples(get_examples, "DistroTaggerComponent.initialize")
+        if labels is None:
+            labels = sorted({t.tag_ for eg in get_examples() for t in eg.reference if t.tag_})
+        for tag in labels:
+            self.add_label(tag)
+        self._require_labels()
+        docs = [eg.predicted for eg in islice(get_examples(), 10)]
+        if not docs:
+            raise ValueError(f"{self.name}: initialize got no examples")
+        self.model.set_dim("nO", len(self.labels))
+        self.model.initialize(X=docs)
+
+    # -- prediction -----------------------------------------------------------
+    def predict(self, docs: Iterable[Doc]) -> List[numpy.ndarray]:
+        from ..models.decode import decode
+
+        docs = list(docs)
+        lengths = [len(d) for d in docs]
+        if not any(lengths):
+            return [numpy.zeros((n,), dtype="i") for n in lengths]
+        paths = decode(self.model.predict(docs))
+        return numpy.split(paths, numpy.cumsum(lengths)[:-1])
+
+    def set_annotations(self, docs: Iterable[Doc], tag_ids: List[numpy.ndarray]) -> None:
+        tag_hashes = [self.vocab.strings.add(label) for label in self.labels]
+        overwrite = self.cfg["overwrite"]
+        for doc, ids in zip(docs, tag_ids):
+            for token, i in zip(doc, ids.tolist()):
+                if overwrite or not token.tag:
+                    token.tag = tag_hashes[i]
+
+    # -- training -------------------------------------------------------------
+    def _phase(self) -> Tuple[bool, bool]:
+        """(update_w, update_A) for the current step of the schedule."""
+        if self.model.attrs["onehot"] or self.cfg["a_steps"] == 0:
+            return True, False
+        period = self.cfg["w_steps"] + self.cfg["a_steps"]
+        in_w = self.n_steps % period < self.cfg["w_steps"]
+        return in_w, not in_w
+
+    def update(self, examples: Iterable[Example], *, drop: float = 0.0, sgd=None,
+               losses: Optional[Dict[str, float]] = None) -> Dict[str, float]:
+        if losses is None:
+            losses = {}
+        losses.setdefault(self.name, 0.0)
+        examples = [eg for eg in examples if len(eg.predicted)]
+        validate_examples(examples, "DistroTaggerComponent.update")
+        if not examples:
+            return losses
+        update_w, update_A = self._phase()
+        self.model.attrs["update_w"], self.model.attrs["update_A"] = update_w, update_A
+        set_dropout_rate(self.model, drop)
+        scores, backprop = self.model.begin_update([eg.predicted for eg in examples])
+        loss, d_scores = self.get_loss(examples, scores)
+        backprop(d_scores)
+        if sgd not in (None, False):
+            self.finish_update(sgd)
+        losses[self.name] += loss
+        return losses
+
+    def finish_update(self, sgd) -> None:
+        from ..models.distro import prox_step
+
+        # Thinc's Model.finish_update restricted to the current phase: gradients
+        # persist (zeroed) between steps, so the optimizer must not even see the
+        # other part's parameters, or Adam's momentum would keep moving them.
+        update_w, update_A = self.model.attrs["update_w"], self.model.attrs["update_A"]
+        a_scale = self.cfg["a_learn_rate_scale"]
+        for node in self.model.walk():
+            if update_w:
+                for shim in node.shims:
+                    shim.finish_update(sgd)
+            for name in node.param_names:
+                is_A = node is self.model and name == "A"
+                if (update_A if is_A else update_w) and node.has_grad(name):
+                    param, _ = sgd((node.id, name), node.get_param(name), node.get_grad(name),
+                                   lr_scale=a_scale if is_A else 1.0)
+                    node.set_param(name, param)
+        if update_A and not self.model.attrs["onehot"]:
+            threshold = float(sgd.learn_rate) * a_scale * self.cfg["nuclear_lambda"]
+            A, self.last_rank = prox_step(self.model.ops.to_numpy(self.model.get_param("A")),
+                                          threshold)
+            self.model.set_param("A", self.model.ops.asarray2f(A))
+            # Parameter averages are what spaCy evaluates and saves: keep the
+            # averaged A in the same set (low rank, unit columns).
+            key = (self.model.id, "A")
+            if getattr(sgd, "averages", None) is not None and key in sgd.averages:
+                averaged = self.model.ops.to_numpy(sgd.averages[key])
+                sgd.averages[key] = self.model.ops.asarray2f(prox_step(averaged, threshold)[0])
+        self.n_steps += 1
+
+    def gold_ids(self, examples: Iterable[Example]) -> numpy.ndarray:
+        """Gold label id per token (-1 where missing or unknown)."""
+        index = {label: i for i, label in enumerate(self.labels)}
+        ids = [index.get(tag, -1) if tag else -1 for eg in examples
+               for tag in eg.get_aligned("TAG", as_string=True)]
+        return numpy.asarray(ids, dtype=numpy.int32)
+
+    def get_loss(self, examples: Iterable[Example], scores):
+        """Structured hinge loss (Hamming cost), averaged over the batch's docs."""
+        from ..models.decode import hinge_loss
+
+        examples = list(examples)
+        validate_examples(examples, "DistroTaggerComponent.get_loss")
+        loss, (dS, dT, dP) = hinge_loss(scores, self.gold_ids(examples), self.cfg["cost"])
+        n = max(len(examples), 1)
+        ops = self.model.ops
+        return loss / n, (ops.asarray2f(dS / n), ops.asarray2f(dT / n), ops.asarray1f(dP / n))
+
+    # -- the label space ------------------------------------------------------
+    @property
+    def label_vectors(self) -> Dict[str, numpy.ndarray]:
+        """Each tag's unit vector a_y (a column of A)."""
+        A = self.model.ops.to_numpy(self.model.get_param("A"))
+        return {label: A[:, i].copy() for i, label in enumerate(self.labels)}
+
+    def most_similar(self, tag: str, n: int = 5) -> List[Tuple[str, float]]:
+        """The ``n`` tags whose label vectors have the highest cosine with ``tag``'s."""
+        if tag not in self.labels:
+            raise KeyError(f"unknown tag {tag!r}; the tagger has {len(self.labels)} labels")
+        A = self.model.ops.to_numpy(self.model.get_param("A")).astype("f")
+        A = A / numpy.maximum(numpy.linalg.norm(A, axis=0, keepdims=True), 1e-12)
+        i = self.labels.index(tag)
+        sims = A.T @ A[:, i]
+        order = [j for j in numpy.argsort(-sims, kind="stable") if j != i][:n]
+        return [(self.labels[j], float(sims[j])) for j in order]
+

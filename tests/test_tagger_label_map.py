@@ -1,0 +1,70 @@
+"""The label similarity map and the shipped DISTRO configs."""
+from pathlib import Path
+
+import numpy
+import pytest
+import spacy
+from spacy.tokens import Doc
+from spacy.training import Example
+
+import spacy_structpref.components.distro_tagger  # noqa: F401  (registers the factory)
+from spacy_structpref.cli.label_map import draw_label_map, label_similarity
+from spacy_structpref.corpora import corpus_docs
+from spacy_structpref.errors import StructPrefError
+
+CONFIGS = Path(__file__).resolve().parent.parent / "configs"
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("distro_tagger", config={"model": {"rank": 6}, "w_steps": 2, "a_steps": 2})
+    examples = [Example(Doc(nlp.vocab, words=[t.text for t in d]), d)
+                for d in corpus_docs("ptb", "train", nlp.vocab, limit=40)]
+    opt = nlp.initialize(lambda: examples)
+    for i in range(0, 40, 8):
+        nlp.update(examples[i:i + 8], sgd=opt)
+    path = tmp_path_factory.mktemp("distro") / "model"
+    nlp.to_disk(path)
+    return path
+
+
+@pytest.mark.parametrize("suffix,magic", [(".png", b"\x89PNG"), (".svg", b"<?xml")])
+def test_draws_map(model_dir, tmp_path, suffix, magic):
+    out = draw_label_map(model_dir, tmp_path / f"map{suffix}")
+    assert out.read_bytes().startswith(magic)
+
+
+def test_similarity_matrix(model_dir):
+    tagger = spacy.load(model_dir).get_pipe("distro_tagger")
+    labels, sims, coords = label_similarity(tagger)
+    assert labels == list(tagger.labels) and coords.shape == (len(labels), 2)
+    numpy.testing.assert_allclose(numpy.diag(sims), 1.0, atol=1e-5)
+    v = tagger.label_vectors
+    assert sims[0, 1] == pytest.approx(float(v[labels[0]] @ v[labels[1]]), abs=1e-5)
+
+
+def test_bad_input(model_dir, tmp_path):
+    with pytest.raises(StructPrefError, match="must end in"):
+        draw_label_map(model_dir, tmp_path / "map.jpg")
+    with pytest.raises(StructPrefError, match="no trained pipeline"):
+        draw_label_map(tmp_path / "missing", tmp_path / "map.png")
+    spacy.blank("en").to_disk(tmp_path / "empty")
+    with pytest.raises(StructPrefError, match="no distro_tagger"):
+        draw_label_map(tmp_path / "empty", tmp_path / "map.png")
+
+
+@pytest.mark.parametrize("name,onehot", [("distro_sparse.cfg", False), ("ssvm_baseline.cfg", True),
+                                         ("distro_tok2vec.cfg", False)])
+def test_configs_build_and_tag(name, onehot):
+    config = spacy.util.load_config(CONFIGS / name, interpolate=True)
+    nlp = spacy.util.load_model_from_config(config, auto_fill=True, validate=True)
+    examples = [Example(Doc(nlp.vocab, words=[t.text for t in d]), d)
+                for d in corpus_docs("ptb", "train", nlp.vocab, limit=5)]
+    nlp.initialize(lambda: examples)
+    tagger = nlp.get_pipe("distro_tagger")
+    assert tagger.model.attrs["onehot"] is onehot
+    if onehot:
+        numpy.testing.assert_array_equal(tagger.model.get_param("A"), numpy.eye(len(tagger.labels)))
+    doc = nlp(Doc(nlp.vocab, words=["A", "test", "."]))
+    assert all(t.tag_ in tagger.labels for t in doc)
