@@ -1,5 +1,7 @@
-"""Build the Cython extensions: every .pyx under spacy_structpref/ becomes one
-module, compiled with numpy headers and optimisation flags."""
+"""Build the Cython extensions: every .pyx under src/spacy_structpref/ becomes
+one module, compiled with numpy headers and optimisation flags. (The src/
+layout keeps a checkout's uncompiled sources from shadowing the installed
+package when commands run from the project root, as `spacy project run` does.)"""
 import sys
 from pathlib import Path
 
@@ -8,13 +10,14 @@ from Cython.Build import cythonize
 from setuptools import Extension, setup
 
 ROOT = Path(__file__).parent
+SRC = ROOT / "src"
 COMPILE_ARGS = ["-O3", "-fno-strict-aliasing"] if sys.platform != "win32" else ["/O2"]
 
 
 def find_extensions():
     extensions = []
-    for pyx in sorted((ROOT / "spacy_structpref").rglob("*.pyx")):
-        rel = pyx.relative_to(ROOT).with_suffix("")
+    for pyx in sorted((SRC / "spacy_structpref").rglob("*.pyx")):
+        rel = pyx.relative_to(SRC).with_suffix("")
         extensions.append(
             Extension(
                 ".".join(rel.parts),
