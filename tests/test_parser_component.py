@@ -91,7 +91,7 @@ def test_config_and_errors():
         pipe(Doc(nlp.vocab, words=["a"]))
     with pytest.raises(StructPrefError, match="constituents"):
         pipe.initialize(lambda: [Example(Doc(nlp.vocab, words=["a"]), Doc(nlp.vocab, words=["a"]))])
-    with pytest.raises(StructPrefError, match="cfg.json"):
+    with pytest.raises(StructPrefError, match="does not hold a saved forest_parser"):
         pipe.from_disk("/nonexistent/forest_parser")
 
 

@@ -20,6 +20,8 @@ from spacy.tokens import Doc
 from spacy.training import Example, validate_examples, validate_get_examples
 from thinc.api import Config, Model, set_dropout_rate
 
+from ._io import atomic_directory, check_saved
+
 # Registers the architectures named in the default config (pure Python; the
 # compiled Viterbi is imported on first use).
 from ..models import distro as _distro  # noqa: F401
@@ -214,6 +216,14 @@ class DistroTaggerComponent(TrainablePipe):
         n = max(len(examples), 1)
         ops = self.model.ops
         return loss / n, (ops.asarray2f(dS / n), ops.asarray2f(dT / n), ops.asarray1f(dP / n))
+
+    # -- saving ---------------------------------------------------------------
+    def to_disk(self, path, *, exclude=tuple()) -> None:
+        with atomic_directory(path, "distro_tagger") as tmp:
+            super().to_disk(tmp, exclude=exclude)
+
+    def from_disk(self, path, *, exclude=tuple()) -> "DistroTaggerComponent":
+        return super().from_disk(check_saved(path, "distro_tagger"), exclude=exclude)
 
     # -- the label space ------------------------------------------------------
     @property

@@ -6,17 +6,14 @@ The grammar is read off the gold trees in ``initialize``; ``update`` has
 nothing to learn. Heavy modules (nltk, the Cython chart) load lazily so that
 importing this factory stays cheap.
 """
-import os
-import shutil
-import tempfile
-from pathlib import Path
 from typing import Callable, Dict, Iterable, List, Optional
 
 import srsly
 from spacy.language import Language
 from spacy.pipeline import Pipe
 from spacy.training import Example
-from spacy.util import ensure_path
+
+from ._io import atomic_directory, check_saved
 
 FALLBACK_KEY = "forest_parser_fallback"  # doc.user_data flag: the grammar could not parse this Doc
 
@@ -210,30 +207,12 @@ class ForestParser(Pipe):
         return self
 
     def to_disk(self, path, *, exclude=tuple()) -> None:
-        """Write to a temporary sibling directory, then move it into place,
-        so an interrupted save never leaves a half-written component."""
-        path = ensure_path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
-        try:
+        with atomic_directory(path, "forest_parser") as tmp:
             srsly.write_json(tmp / "cfg.json", self.cfg)
             srsly.write_msgpack(tmp / "grammar.msgpack", self._state()["grammar"])
-            if path.exists():
-                old = Path(tempfile.mkdtemp(prefix=f".{path.name}.old.", dir=path.parent))
-                os.replace(path, old / "x")
-                os.replace(tmp, path)
-                shutil.rmtree(old, ignore_errors=True)
-            else:
-                os.replace(tmp, path)
-        finally:
-            if tmp.exists():
-                shutil.rmtree(tmp, ignore_errors=True)
 
     def from_disk(self, path, *, exclude=tuple()) -> "ForestParser":
-        path = ensure_path(path)
-        if not (path / "cfg.json").exists():
-            from ..errors import StructPrefError
-            raise StructPrefError(f"{path} does not hold a saved forest_parser (no cfg.json)")
+        path = check_saved(path, "forest_parser")
         self._load_state({"cfg": srsly.read_json(path / "cfg.json"),
                           "grammar": srsly.read_msgpack(path / "grammar.msgpack")})
         return self

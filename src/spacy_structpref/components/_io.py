@@ -1,0 +1,51 @@
+"""Saving components safely: a save is written to a temporary sibling
+directory and moved into place, so an interrupted save never leaves a
+half-written component; a marker file names the factory, so loading a saved
+component into the wrong one fails with a clear error."""
+import os
+import shutil
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+import srsly
+from spacy.util import ensure_path
+
+from ..errors import StructPrefError
+
+MARKER = "structpref_component.json"
+
+
+@contextmanager
+def atomic_directory(path, factory: str) -> Iterator[Path]:
+    """Yield a temporary directory to write into; on success it replaces ``path``."""
+    path = ensure_path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
+    try:
+        yield tmp
+        srsly.write_json(tmp / MARKER, {"factory": factory})
+        if path.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{path.name}.old.", dir=path.parent))
+            os.replace(path, old / "x")
+            os.replace(tmp, path)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def check_saved(path, factory: str) -> Path:
+    """Raise a clear error unless ``path`` holds a saved ``factory`` component."""
+    path = ensure_path(path)
+    marker = path / MARKER
+    if not marker.exists():
+        raise StructPrefError(f"{path} does not hold a saved {factory} component (no {MARKER})")
+    saved = srsly.read_json(marker).get("factory")
+    if saved != factory:
+        raise StructPrefError(f"{path} holds a saved {saved} component, not a {factory}: "
+                              "it was loaded into the wrong pipeline component")
+    return path
