@@ -24,6 +24,17 @@ cdef inline Py_ssize_t cidx(Py_ssize_t i, Py_ssize_t j, Py_ssize_t n) noexcept n
     return i * n - (i * (i - 1)) // 2 + (j - i - 1)
 
 
+cdef inline double touched_max(double[:, ::1] layer, Py_ssize_t cell, i32[::1] touched,
+                               Py_ssize_t nt) noexcept nogil:
+    # Best value of a cell's layer among the states written in it.
+    cdef double best = 0.0
+    cdef Py_ssize_t q
+    for q in range(nt):
+        if layer[cell, touched[q]] > best:
+            best = layer[cell, touched[q]]
+    return best
+
+
 def n_cells(int n):
     return n * (n + 1) // 2
 
@@ -101,10 +112,7 @@ def inside(const i32[::1] bl_start, const i32[::1] b_right, const i32[::1] b_par
                                         touched[nt] = p
                                         nt += 1
                 # beam on the pre layer
-                pmax = 0.0
-                for q in range(nt):
-                    if pre[cell, touched[q]] > pmax:
-                        pmax = pre[cell, touched[q]]
+                pmax = touched_max(pre, cell, touched, nt)
                 if pmax <= 0.0:
                     for q in range(nt):
                         mark[touched[q]] = 0
@@ -126,10 +134,7 @@ def inside(const i32[::1] bl_start, const i32[::1] b_right, const i32[::1] b_par
                                 mark[t] = 1
                                 touched[nt] = t
                                 nt += 1
-                fmax = 0.0
-                for q in range(nt):
-                    if fin[cell, touched[q]] > fmax:
-                        fmax = fin[cell, touched[q]]
+                fmax = touched_max(fin, cell, touched, nt)
                 for q in range(nt):
                     p = touched[q]
                     mark[p] = 0
