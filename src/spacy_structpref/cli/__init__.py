@@ -1,7 +1,7 @@
 """Command line: ``python -m spacy_structpref COMMAND`` (also ``spacy-structpref``
 and, through the ``spacy_cli`` entry point, ``python -m spacy structpref-COMMAND``)."""
 from pathlib import Path
-from typing import Optional
+from typing import List, Optional
 
 import typer
 
@@ -92,6 +92,42 @@ def label_map_cli(
     from .label_map import draw_label_map
 
     typer.echo(f"wrote {draw_label_map(model, output)}")
+
+
+def _numbers(text: str, kind, what: str) -> list:
+    from ..errors import StructPrefError
+
+    try:
+        return [kind(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise StructPrefError(f"{what} must be a comma-separated list of numbers, got {text!r}")
+
+
+@app.command("learning-curve", context_settings={"allow_extra_args": True,
+                                                  "ignore_unknown_options": True})
+def learning_curve_cli(
+    ctx: typer.Context,
+    output_dir: Path = typer.Argument(..., help="Where subsets, runs, JSON and plot go"),
+    configs: List[Path] = typer.Option(..., "--config", "-c", help="A training config (repeat: one curve each)"),
+    train: Path = typer.Option(..., "--train", help="Training .spacy file to take fractions of"),
+    test: Path = typer.Option(..., "--test", help=".spacy file every run is evaluated on"),
+    fractions: str = typer.Option("0.125,0.25,0.5,1", "--fractions", help="Comma-separated, in (0, 1]"),
+    seeds: str = typer.Option("0,1,2", "--seeds", help="Comma-separated seeds per point"),
+    n_jobs: int = typer.Option(1, "--n-jobs", "-j", help="Trainings run in parallel"),
+    metric: Optional[str] = typer.Option(None, "--metric", help="Score to plot (default: the config's main score)"),
+    plot: Optional[Path] = typer.Option(None, "--plot", help="Picture to write (.png or .svg)"),
+):
+    """Train configs on nested fractions of the training data with several seeds,
+    evaluate on a test set, print a mean ± std table and draw the curves.
+    Extra arguments (--training.max_epochs 10) go to every `spacy train`."""
+    from .learning_curve import learning_curve
+
+    result = learning_curve(configs, output_dir, train_path=train, test_path=test,
+                            fractions=_numbers(fractions, float, "--fractions"),
+                            seeds=_numbers(seeds, int, "--seeds"), n_jobs=n_jobs,
+                            overrides=list(ctx.args), metric=metric, plot=plot)
+    typer.echo(result["table"])
+    typer.echo(f"wrote {output_dir / 'learning_curve.json'} and {result['plot']}")
 
 
 def main() -> None:

@@ -7,6 +7,7 @@ from spacy.cli._util import app as spacy_app
 from . import app as structpref_app
 
 for command in structpref_app.registered_commands:
-    spacy_app.command(f"structpref-{command.name}", help=command.callback.__doc__)(command.callback)
+    spacy_app.command(f"structpref-{command.name}", help=command.callback.__doc__,
+                      context_settings=command.context_settings)(command.callback)
 
 register = structpref_app

@@ -1,0 +1,230 @@
+"""Learning curves: train one or more spaCy configs on growing, nested
+fractions of a training corpus with several seeds, evaluate every run on a
+test corpus, and print / save / draw the mean ± standard deviation per
+fraction. With the DISTRO and the one-hot SSVM configs this is the paper's
+comparison (SPEC §6) at every training-set size, each point a mean of seeds.
+
+Every run is an ordinary ``python -m spacy train`` followed by ``python -m
+spacy evaluate`` in a subprocess (so runs can go in parallel and a crash
+stays in its own log), and a finished run is not repeated: rerunning the
+command with the same arguments resumes where it stopped.
+"""
+import hashlib
+import json
+import math
+import random
+import shutil
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence
+
+from ..errors import StructPrefError
+
+SUBSET_SEED = 0  # one fixed order of the training Docs: the subsets are nested
+
+
+def _check_inputs(configs: Sequence[Path], train_path: Path, test_path: Path,
+                  fractions: Sequence[float], seeds: Sequence[int], n_jobs: int,
+                  plot: Path) -> None:
+    for path in [*configs, train_path, test_path]:
+        if not Path(path).exists():
+            raise StructPrefError(f"{path} does not exist")
+    if not configs:
+        raise StructPrefError("give at least one training config")
+    names = [Path(c).stem for c in configs]
+    if len(set(names)) != len(names):
+        raise StructPrefError(f"config file names must differ (they name the curves): {names}")
+    if not fractions or any(not 0 < f <= 1 for f in fractions):
+        raise StructPrefError(f"fractions must lie in (0, 1], got {list(fractions)}")
+    if not seeds:
+        raise StructPrefError("give at least one seed")
+    if n_jobs < 1:
+        raise StructPrefError(f"n_jobs must be >= 1, got {n_jobs}")
+    if plot.suffix not in (".png", ".svg"):
+        raise StructPrefError(f"the plot must be a .png or .svg file, got {plot}")
+
+
+def main_metric(config_path: Path) -> str:
+    """The score with the highest weight in the config's ``[training.score_weights]``."""
+    from spacy.util import load_config
+
+    weights = load_config(config_path, interpolate=False)["training"].get("score_weights") or {}
+    weighted = {k: v for k, v in weights.items() if v}
+    if not weighted:
+        raise StructPrefError(f"{config_path} has no [training.score_weights]; pass --metric")
+    return max(weighted, key=weighted.get)
+
+
+def write_subsets(train_path: Path, fractions: Sequence[float], out_dir: Path) -> Dict[float, dict]:
+    """Nested random subsets of the training Docs (one fixed shuffle), written
+    as ``train_<fraction>.spacy``. Returns {fraction: {"path", "docs", "tokens"}}."""
+    import spacy
+    from spacy.tokens import DocBin
+
+    docs = list(DocBin().from_disk(train_path).get_docs(spacy.blank("xx").vocab))
+    if not docs:
+        raise StructPrefError(f"{train_path} holds no Docs")
+    random.Random(SUBSET_SEED).shuffle(docs)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    subsets = {}
+    for fraction in sorted(set(fractions)):
+        subset = docs[: max(1, math.ceil(fraction * len(docs)))]
+        path = out_dir / f"train_{fraction:g}.spacy"
+        tmp = path.with_suffix(".part")
+        DocBin(docs=subset, store_user_data=True).to_disk(tmp)
+        tmp.replace(path)
+        subsets[fraction] = {"path": str(path), "docs": len(subset),
+                             "tokens": sum(len(d) for d in subset),
+                             "md5": hashlib.md5(path.read_bytes()).hexdigest()}
+    return subsets
+
+
+def _run(config: Path, train: dict, test_path: Path, seed: int, run_dir: Path,
+         overrides: Sequence[str], gold_preproc: bool) -> dict:
+    """Train and evaluate one run on the subset ``train`` (see
+    :func:`write_subsets`), unless the same commands on the same data already
+    finished in ``run_dir``: changed overrides or data mean the run is redone."""
+    python = [sys.executable, "-m", "spacy"]
+    train_cmd = [*python, "train", str(config), "--output", str(run_dir / "model"),
+                 "--paths.train", train["path"], "--system.seed", str(seed), *overrides]
+    tmp_scores = run_dir / "scores.part.json"
+    eval_cmd = [*python, "evaluate", str(run_dir / "model" / "model-best"), str(test_path),
+                "--output", str(tmp_scores)] + (["--gold-preproc"] if gold_preproc else [])
+    # the interpreter path is left out so that a new virtual environment can resume
+    recorded = {"train": train_cmd[1:], "evaluate": eval_cmd[1:], "train_md5": train["md5"],
+                "test_md5": hashlib.md5(test_path.read_bytes()).hexdigest()}
+    scores_path, commands_path = run_dir / "scores.json", run_dir / "commands.json"
+    if scores_path.exists() and commands_path.exists() and \
+            json.loads(commands_path.read_text()) == recorded:
+        return json.loads(scores_path.read_text())
+    if run_dir.exists():
+        shutil.rmtree(run_dir)
+    run_dir.mkdir(parents=True)
+    log = run_dir / "run.log"
+    with log.open("w", encoding="utf8") as out:
+        for cmd in (train_cmd, eval_cmd):
+            out.write("$ " + " ".join(cmd) + "\n")
+            out.flush()
+            if subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT).returncode:
+                tail = log.read_text(encoding="utf8").splitlines()[-15:]
+                raise StructPrefError(f"run {run_dir} failed; end of {log}:\n" + "\n".join(tail))
+    commands_path.write_text(json.dumps(recorded), encoding="utf8")
+    tmp_scores.replace(scores_path)
+    return json.loads(scores_path.read_text())
+
+
+def _mean_std(values: List[float]):
+    mean = sum(values) / len(values)
+    var = sum((v - mean) ** 2 for v in values) / (len(values) - 1) if len(values) > 1 else 0.0
+    return mean, math.sqrt(var)
+
+
+def summarize(runs: List[dict]) -> List[dict]:
+    """Mean and sample standard deviation per (config, fraction)."""
+    groups: Dict[tuple, List[dict]] = {}
+    for run in runs:
+        groups.setdefault((run["config"], run["fraction"]), []).append(run)
+    rows = []
+    for (config, fraction), members in sorted(groups.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+        mean, std = _mean_std([m["score"] for m in members])
+        rows.append({"config": config, "fraction": fraction, "tokens": members[0]["tokens"],
+                     "mean": mean, "std": std, "n": len(members),
+                     "seeds": [m["seed"] for m in members]})
+    return rows
+
+
+def table(summary: List[dict], metric: str) -> str:
+    """Fractions as rows, one ``mean ± std`` column per config and, for two
+    configs, their difference (first − second)."""
+    from wasabi import table as wasabi_table
+
+    configs = list(dict.fromkeys(r["config"] for r in summary))
+    by_key = {(r["config"], r["fraction"]): r for r in summary}
+    fractions = sorted({r["fraction"] for r in summary})
+    header = ["fraction", "tokens", *configs] + (["difference"] if len(configs) == 2 else [])
+    data = []
+    for f in fractions:
+        cells = [by_key.get((c, f)) for c in configs]
+        tokens = next(r["tokens"] for r in cells if r)
+        row = [f"{f:g}", f"{tokens:,}"]
+        row += [f"{r['mean']:.2f} ± {r['std']:.2f} (n={r['n']})" if r else "-" for r in cells]
+        if len(configs) == 2:
+            row.append(f"{cells[0]['mean'] - cells[1]['mean']:+.2f}" if all(cells) else "-")
+        data.append(row)
+    return f"{metric} (× 100)\n" + wasabi_table(data, header=header, divider=True)
+
+
+def draw(summary: List[dict], metric: str, output: Path) -> Path:
+    """Mean ± std against training tokens (log scale), one line per config."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    for config in dict.fromkeys(r["config"] for r in summary):
+        rows = [r for r in summary if r["config"] == config]
+        x = [r["tokens"] for r in rows]
+        y = [r["mean"] for r in rows]
+        err = [r["std"] for r in rows]
+        ax.errorbar(x, y, yerr=err, marker="o", capsize=3, label=config)
+    ax.set_xscale("log")
+    ax.set_xlabel("training tokens")
+    ax.set_ylabel(f"test {metric} (× 100)")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    tmp = output.with_name(output.stem + ".part" + output.suffix)
+    fig.savefig(tmp, dpi=150)
+    plt.close(fig)
+    tmp.replace(output)
+    return output
+
+
+def learning_curve(configs: Sequence[Path], output_dir: Path, *, train_path: Path,
+                   test_path: Path, fractions: Sequence[float] = (0.125, 0.25, 0.5, 1.0),
+                   seeds: Sequence[int] = (0, 1, 2), n_jobs: int = 1,
+                   overrides: Sequence[str] = (), metric: Optional[str] = None,
+                   gold_preproc: bool = True, plot: Optional[Path] = None,
+                   progress: bool = True) -> dict:
+    """Train every config on every fraction with every seed (resuming finished
+    runs), evaluate on ``test_path`` and write ``learning_curve.json`` (runs
+    and summary) plus a plot (``plot``, default ``learning_curve.png``) into
+    ``output_dir``. ``overrides`` are extra ``spacy train`` arguments
+    (``--training.max_epochs 10``). Returns the JSON content."""
+    from tqdm import tqdm
+
+    configs = [Path(c) for c in configs]
+    output_dir = Path(output_dir)
+    plot = Path(plot) if plot else output_dir / "learning_curve.png"
+    _check_inputs(configs, Path(train_path), Path(test_path), fractions, seeds, n_jobs, plot)
+    metric = metric or main_metric(configs[0])
+    subsets = write_subsets(Path(train_path), fractions, output_dir / "data")
+    jobs = [(c, f, s) for f in sorted(subsets) for c in configs for s in seeds]
+
+    def one(job):
+        config, fraction, seed = job
+        run_dir = output_dir / "runs" / config.stem / f"fraction_{fraction:g}_seed_{seed}"
+        scores = _run(config, subsets[fraction], Path(test_path), seed, run_dir,
+                      overrides, gold_preproc)
+        if scores.get(metric) is None:
+            raise StructPrefError(f"{run_dir}: the evaluation has no score {metric!r} "
+                                  f"(it has {sorted(scores)})")
+        return {"config": config.stem, "fraction": fraction, "seed": seed,
+                "tokens": subsets[fraction]["tokens"], "score": 100.0 * scores[metric]}
+
+    with ThreadPoolExecutor(max_workers=n_jobs) as pool:
+        runs = list(tqdm(pool.map(one, jobs), total=len(jobs), desc="learning curve",
+                         unit="run", disable=not progress))
+    summary = summarize(runs)
+    result = {"metric": metric, "test": str(test_path), "train": str(train_path),
+              "overrides": list(overrides), "runs": runs, "summary": summary}
+    out_json = output_dir / "learning_curve.json"
+    tmp = out_json.with_suffix(".part")
+    tmp.write_text(json.dumps(result, indent=2), encoding="utf8")
+    tmp.replace(out_json)
+    result["plot"] = str(draw(summary, metric, plot))
+    result["table"] = table(summary, metric)
+    return result

@@ -1,0 +1,90 @@
+import json
+import statistics
+from pathlib import Path
+
+import pytest
+from spacy.tokens import DocBin
+
+from spacy_structpref.cli.convert import convert
+from spacy_structpref.cli.learning_curve import learning_curve, summarize, table, write_subsets
+from spacy_structpref.errors import StructPrefError
+
+CONFIGS = Path(__file__).parent.parent / "configs"
+
+
+@pytest.fixture(scope="module")
+def tiny_ptb(tmp_path_factory):
+    out = tmp_path_factory.mktemp("ptb")
+    convert("ptb", out, limit=12)
+    return out
+
+
+def test_subsets_are_nested_and_sized(tiny_ptb, tmp_path, nlp):
+    subsets = write_subsets(tiny_ptb / "train.spacy", [1.0, 0.25, 0.5], tmp_path)
+    docs = {f: list(DocBin().from_disk(s["path"]).get_docs(nlp.vocab)) for f, s in subsets.items()}
+    texts = {f: [d.text for d in ds] for f, ds in docs.items()}
+    assert [len(texts[f]) for f in (0.25, 0.5, 1.0)] == [3, 6, 12]
+    assert texts[1.0][:6] == texts[0.5] and texts[0.5][:3] == texts[0.25]
+    assert all(s["tokens"] == sum(len(d) for d in docs[f]) for f, s in subsets.items())
+
+
+def test_summary_and_table_by_hand():
+    runs = [{"config": c, "fraction": f, "seed": s, "tokens": int(1000 * f), "score": v}
+            for c, f, s, v in [("distro", 0.5, 0, 90.0), ("distro", 0.5, 1, 91.0),
+                               ("ssvm", 0.5, 0, 89.0), ("ssvm", 0.5, 1, 89.5),
+                               ("distro", 1.0, 0, 95.0), ("ssvm", 1.0, 0, 96.0)]]
+    summary = summarize(runs)
+    distro_half = next(r for r in summary if r["config"] == "distro" and r["fraction"] == 0.5)
+    assert distro_half["mean"] == pytest.approx(90.5)
+    assert distro_half["std"] == pytest.approx(statistics.stdev([90.0, 91.0]))
+    text = table(summary, "tag_acc")
+    assert "90.50 ± 0.71 (n=2)" in text and "+1.25" in text and "-1.00" in text
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    ({"fractions": [0.0, 1.0]}, "fractions must lie"),
+    ({"seeds": []}, "at least one seed"),
+    ({"n_jobs": 0}, "n_jobs"),
+    ({"plot": Path("curve.jpg")}, ".png or .svg"),
+])
+def test_bad_arguments(tiny_ptb, tmp_path, kwargs, message):
+    with pytest.raises(StructPrefError, match=message):
+        learning_curve([CONFIGS / "distro_sparse.cfg"], tmp_path, train_path=tiny_ptb / "train.spacy",
+                       test_path=tiny_ptb / "test.spacy", **kwargs)
+
+
+def test_configs_must_have_distinct_names(tiny_ptb, tmp_path):
+    with pytest.raises(StructPrefError, match="must differ"):
+        learning_curve([CONFIGS / "distro_sparse.cfg"] * 2, tmp_path,
+                       train_path=tiny_ptb / "train.spacy", test_path=tiny_ptb / "test.spacy")
+
+
+def test_curve_trains_evaluates_draws_and_resumes(tiny_ptb, tmp_path):
+    args = dict(train_path=tiny_ptb / "train.spacy", test_path=tiny_ptb / "test.spacy",
+                fractions=[0.5, 1.0], seeds=[0, 1], n_jobs=2, progress=False,
+                overrides=["--paths.dev", str(tiny_ptb / "dev.spacy"), "--training.max_steps", "3",
+                           "--training.eval_frequency", "3"])
+    result = learning_curve([CONFIGS / "ssvm_baseline.cfg"], tmp_path, **args)
+    saved = json.loads((tmp_path / "learning_curve.json").read_text())
+    assert saved["metric"] == "tag_acc" and len(saved["runs"]) == 4
+    assert [(r["fraction"], r["n"]) for r in saved["summary"]] == [(0.5, 2), (1.0, 2)]
+    assert all(0 <= r["score"] <= 100 for r in saved["runs"])
+    assert Path(result["plot"]).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    scores = sorted(tmp_path.glob("runs/ssvm_baseline/*/scores.json"))
+    assert len(scores) == 4
+    before = [p.stat().st_mtime_ns for p in scores]
+    again = learning_curve([CONFIGS / "ssvm_baseline.cfg"], tmp_path, **args)  # resumes: no new run
+    assert [p.stat().st_mtime_ns for p in scores] == before
+    assert again["summary"] == saved["summary"]
+    args["fractions"], args["seeds"] = [1.0], [0]
+    args["overrides"] = args["overrides"][:-1] + ["2"]  # another eval_frequency: redone
+    learning_curve([CONFIGS / "ssvm_baseline.cfg"], tmp_path, **args)
+    redone = tmp_path / "runs/ssvm_baseline/fraction_1_seed_0/scores.json"
+    assert redone.stat().st_mtime_ns > before[scores.index(redone)]
+
+
+def test_failed_run_reports_its_log(tiny_ptb, tmp_path):
+    with pytest.raises(StructPrefError, match="failed; end of"):
+        learning_curve([CONFIGS / "ssvm_baseline.cfg"], tmp_path, train_path=tiny_ptb / "train.spacy",
+                       test_path=tiny_ptb / "test.spacy", fractions=[1.0], seeds=[0], progress=False,
+                       overrides=["--components.distro_tagger.w_steps", "0"])
