@@ -81,6 +81,11 @@ def test_curve_trains_evaluates_draws_and_resumes(tiny_ptb, tmp_path):
     learning_curve([CONFIGS / "ssvm_baseline.cfg"], tmp_path, **args)
     redone = tmp_path / "runs/ssvm_baseline/fraction_1_seed_0/scores.json"
     assert redone.stat().st_mtime_ns > before[scores.index(redone)]
+    edited = tmp_path / "ssvm_baseline.cfg"  # same name, other contents: redone too
+    edited.write_text((CONFIGS / "ssvm_baseline.cfg").read_text() + "\n# edited\n")
+    stamp = redone.stat().st_mtime_ns
+    learning_curve([edited], tmp_path, **args)
+    assert redone.stat().st_mtime_ns > stamp
 
 
 def test_failed_run_reports_its_log(tiny_ptb, tmp_path):

@@ -9,7 +9,6 @@ spacy evaluate`` in a subprocess (so runs can go in parallel and a crash
 stays in its own log), and a finished run is not repeated: rerunning the
 command with the same arguments resumes where it stopped.
 """
-import hashlib
 import json
 import math
 import random
@@ -20,6 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
+from ..corpora.assets import md5
 from ..errors import StructPrefError
 
 SUBSET_SEED = 0  # one fixed order of the training Docs: the subsets are nested
@@ -77,7 +77,7 @@ def write_subsets(train_path: Path, fractions: Sequence[float], out_dir: Path) -
         tmp.replace(path)
         subsets[fraction] = {"path": str(path), "docs": len(subset),
                              "tokens": sum(len(d) for d in subset),
-                             "md5": hashlib.md5(path.read_bytes()).hexdigest()}
+                             "md5": md5(path)}
     return subsets
 
 
@@ -85,7 +85,7 @@ def _run(config: Path, train: dict, test_path: Path, seed: int, run_dir: Path,
          overrides: Sequence[str], gold_preproc: bool) -> dict:
     """Train and evaluate one run on the subset ``train`` (see
     :func:`write_subsets`), unless the same commands on the same data already
-    finished in ``run_dir``: changed overrides or data mean the run is redone."""
+    finished in ``run_dir``: a changed config, override or data means the run is redone."""
     python = [sys.executable, "-m", "spacy"]
     train_cmd = [*python, "train", str(config), "--output", str(run_dir / "model"),
                  "--paths.train", train["path"], "--system.seed", str(seed), *overrides]
@@ -94,7 +94,7 @@ def _run(config: Path, train: dict, test_path: Path, seed: int, run_dir: Path,
                 "--output", str(tmp_scores)] + (["--gold-preproc"] if gold_preproc else [])
     # the interpreter path is left out so that a new virtual environment can resume
     recorded = {"train": train_cmd[1:], "evaluate": eval_cmd[1:], "train_md5": train["md5"],
-                "test_md5": hashlib.md5(test_path.read_bytes()).hexdigest()}
+                "test_md5": md5(test_path), "config_md5": md5(config)}
     scores_path, commands_path = run_dir / "scores.json", run_dir / "commands.json"
     if scores_path.exists() and commands_path.exists() and \
             json.loads(commands_path.read_text()) == recorded:
