@@ -8,7 +8,7 @@ import spacy_structpref.components.forest_parser  # noqa: F401  (registers the f
 from spacy_structpref.components.forest_parser import FALLBACK_KEY
 from spacy_structpref.corpora import corpus_docs
 from spacy_structpref.errors import StructPrefError
-from spacy_structpref.trees import Forest, SymbolTable, doc_to_tree, to_bracketed
+from spacy_structpref.trees import Forest, SymbolTable, doc_to_tree, nbest_trees, to_bracketed
 
 
 @pytest.fixture(scope="module")
@@ -22,6 +22,17 @@ def trained():
 
 def plain(nlp, doc):
     return Doc(nlp.vocab, words=[t.text for t in doc])
+
+
+def test_nbest_of_text_with_brackets_and_spaces(trained):
+    words = ["He", "left", "(", "quietly", ")", " ", "today", "."]
+    doc = trained(Doc(trained.vocab, words=words))
+    assert doc._.parse.leaves() == words
+    trees = nbest_trees(doc)
+    assert len(trees) == len(doc._.nbest) >= 2
+    assert all(tree.leaves() == words for _, tree in trees)
+    assert trees[0][1] == doc._.parse
+    assert [lp for lp, _ in trees] == [lp for lp, _ in doc._.nbest]
 
 
 def test_parse_writes_tree_nbest_forest(trained):

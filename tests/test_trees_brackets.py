@@ -1,8 +1,10 @@
 import pytest
 from hypothesis import given
+from nltk.tree import Tree
 
 from spacy_structpref.errors import BracketError
-from spacy_structpref.trees import normalize_tree, parse_bracketed, strip_function_tags, to_bracketed
+from spacy_structpref.trees import (escape_word, normalize_tree, parse_bracketed, restore_words,
+                                    strip_function_tags, to_bracketed)
 
 from strategies import trees
 
@@ -67,3 +69,26 @@ def test_normalize_keeps_bracket_tags_and_adds_top():
 def test_normalize_all_empty_raises():
     with pytest.raises(ValueError, match="no words"):
         normalize_tree(parse_bracketed("(S (-NONE- *))"))
+
+
+# Tokens a spaCy tokenizer produces that a naive bracketed writer breaks on.
+AWKWARD_WORDS = ["(", ")", ":-)", "a b", " ", "\n", "x(y)", "-LRB-", "plain"]
+
+
+@given(trees(words=AWKWARD_WORDS))
+def test_any_words_survive_writing_and_reading(tree):
+    back = parse_bracketed(to_bracketed(tree))
+    assert [p.label() for p in back.subtrees()] == [p.label() for p in tree.subtrees()]
+    assert len(back.leaves()) == len(tree.leaves())
+    assert restore_words(back, tree.leaves()) == tree
+
+
+def test_escapes_follow_the_treebank():
+    assert [escape_word(w) for w in ["(", ")", "a  b", "\n", "x(y)"]] == \
+        ["-LRB-", "-RRB-", "a_b", "_", "x-LRB-y-RRB-"]
+    assert to_bracketed(Tree("S", [Tree("-LRB-", ["("]), Tree("NN", ["x"])])) == "(S (-LRB- -LRB-) (NN x))"
+
+
+def test_restore_words_needs_one_word_per_leaf():
+    with pytest.raises(BracketError, match="2 words but 3"):
+        restore_words(parse_bracketed("(S (A a) (B b))"), ["a", "b", "c"])

@@ -19,7 +19,7 @@ from nltk.tree import Tree
 
 from ..errors import StructPrefError
 from ..trees.arrays import SymbolTable
-from ..trees.brackets import to_bracketed
+from ..trees.brackets import escape_word, to_bracketed
 from ..trees.forest import Forest
 from .grammar import Grammar, base_label, is_intermediate
 
@@ -390,7 +390,7 @@ class KBest:
         if out is None:
             _, e, ranks = self.derivs[v][r]
             it = iter(ranks)
-            kids = [self.text(t, next(it)) if t >= 0 else self._word(e, q, t)
+            kids = [self.text(t, next(it)) if t >= 0 else escape_word(self._word(e, q, t))
                     for q, t in enumerate(self.tails[e])]
             out = self._text[key] = "(" + self.label[v] + " " + " ".join(kids) + ")"
         return out

@@ -1,8 +1,8 @@
 """Trees and forests: brackets, normalisation, trees on Docs, compact arrays,
 packed forests."""
 from .arrays import SymbolTable, TreeArrays, trees_to_arrays
-from .brackets import parse_bracketed, to_bracketed
-from .doc import SPANS_KEY, doc_to_tree, register_extensions, set_tree, tree_to_doc
+from .brackets import escape_word, parse_bracketed, restore_words, to_bracketed
+from .doc import SPANS_KEY, doc_to_tree, nbest_trees, register_extensions, set_tree, tree_to_doc
 from .forest import Forest, ForestBuilder
 from .normalize import normalize_tree, strip_function_tags
 
@@ -10,6 +10,7 @@ register_extensions()
 
 __all__ = [
     "SPANS_KEY", "Forest", "ForestBuilder", "SymbolTable", "TreeArrays", "doc_to_tree",
-    "normalize_tree", "parse_bracketed", "register_extensions", "set_tree", "strip_function_tags",
-    "to_bracketed", "tree_to_doc", "trees_to_arrays",
+    "escape_word", "nbest_trees", "normalize_tree", "parse_bracketed", "register_extensions",
+    "restore_words", "set_tree", "strip_function_tags", "to_bracketed", "tree_to_doc",
+    "trees_to_arrays",
 ]

@@ -1,5 +1,12 @@
-"""Reading and writing bracketed trees, with errors that say where they break."""
-from typing import List
+"""Reading and writing bracketed trees, with errors that say where they break.
+
+Words are written with the Penn Treebank's escapes, so that any token can be
+written and read back: ``(`` becomes ``-LRB-``, ``)`` ``-RRB-`` and whitespace
+``_`` (spaCy has whitespace tokens). The escape cannot be undone from the text
+alone; :func:`restore_words` puts the original words back by position.
+"""
+import re
+from typing import List, Sequence
 
 from nltk.tree import Tree
 
@@ -59,8 +66,30 @@ def parse_bracketed(text: str) -> Tree:
     return root
 
 
+_SPACE = re.compile(r"\s+")
+
+
+def escape_word(word: str) -> str:
+    """A word as it can stand in a bracketed tree: brackets as ``-LRB-`` /
+    ``-RRB-``, whitespace runs as ``_``."""
+    return _SPACE.sub("_", str(word)).replace("(", "-LRB-").replace(")", "-RRB-")
+
+
 def to_bracketed(tree: Tree) -> str:
-    """One-line bracketed form of a tree (the inverse of :func:`parse_bracketed`)."""
+    """One-line bracketed form of a tree, words escaped (:func:`escape_word`):
+    :func:`parse_bracketed` reads it back with the same structure and labels."""
     if not isinstance(tree, Tree):
-        return str(tree)
+        return escape_word(tree)
     return "(" + tree.label() + " " + " ".join(to_bracketed(k) for k in tree) + ")"
+
+
+def restore_words(tree: Tree, words: Sequence[str]) -> Tree:
+    """A copy of ``tree`` whose leaves, in order, are ``words`` (undoes the
+    escaping of a tree read back from :func:`to_bracketed`)."""
+    n_leaves = len(tree.leaves())
+    if n_leaves != len(words):
+        raise BracketError(f"the tree has {n_leaves} words but {len(words)} were given")
+    out = tree.copy(deep=True)
+    for word, position in zip(words, out.treepositions("leaves")):
+        out[position] = word
+    return out

@@ -12,6 +12,7 @@ from nltk.tree import Tree
 from spacy.tokens import Doc, Span, Token
 
 from ..errors import StructPrefError, TreeDocMismatch
+from .brackets import parse_bracketed, restore_words
 
 SPANS_KEY = "constituents"
 MISSING_TAG = "X"  # preterminal label for a token that has no tag
@@ -157,6 +158,14 @@ def doc_to_tree(doc: Doc) -> Optional[Tree]:
     if (root.start, root.end) != (0, len(doc)):
         raise StructPrefError(f"the root constituent spans [{root.start}:{root.end}), not the whole Doc of {len(doc)} tokens")
     return _node_to_tree(root, doc)
+
+
+def nbest_trees(doc: Doc) -> List[Tuple[float, Tree]]:
+    """``doc._.nbest`` as ``(log-probability, nltk.Tree)`` pairs whose leaves
+    are the Doc's own words (the stored strings escape brackets and spaces)."""
+    words = [t.text for t in doc]
+    return [(float(logp), restore_words(parse_bracketed(text), words))
+            for logp, text in doc._.nbest or []]
 
 
 def _find(span: Span) -> Optional[_Node]:
