@@ -13,6 +13,7 @@ import json
 import math
 import random
 import shutil
+import statistics
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -82,10 +83,11 @@ def write_subsets(train_path: Path, fractions: Sequence[float], out_dir: Path) -
 
 
 def _run(config: Path, train: dict, test_path: Path, seed: int, run_dir: Path,
-         overrides: Sequence[str], gold_preproc: bool) -> dict:
+         overrides: Sequence[str], gold_preproc: bool, fingerprints: Dict[str, str]) -> dict:
     """Train and evaluate one run on the subset ``train`` (see
     :func:`write_subsets`), unless the same commands on the same data already
-    finished in ``run_dir``: a changed config, override or data means the run is redone."""
+    finished in ``run_dir``: a changed config, override or data means the run is redone.
+    ``fingerprints`` maps the config and test paths to their md5."""
     python = [sys.executable, "-m", "spacy"]
     train_cmd = [*python, "train", str(config), "--output", str(run_dir / "model"),
                  "--paths.train", train["path"], "--system.seed", str(seed), *overrides]
@@ -94,7 +96,7 @@ def _run(config: Path, train: dict, test_path: Path, seed: int, run_dir: Path,
                 "--output", str(tmp_scores)] + (["--gold-preproc"] if gold_preproc else [])
     # the interpreter path is left out so that a new virtual environment can resume
     recorded = {"train": train_cmd[1:], "evaluate": eval_cmd[1:], "train_md5": train["md5"],
-                "test_md5": md5(test_path), "config_md5": md5(config)}
+                "test_md5": fingerprints[str(test_path)], "config_md5": fingerprints[str(config)]}
     scores_path, commands_path = run_dir / "scores.json", run_dir / "commands.json"
     if scores_path.exists() and commands_path.exists() and \
             json.loads(commands_path.read_text()) == recorded:
@@ -115,12 +117,6 @@ def _run(config: Path, train: dict, test_path: Path, seed: int, run_dir: Path,
     return json.loads(scores_path.read_text())
 
 
-def _mean_std(values: List[float]):
-    mean = sum(values) / len(values)
-    var = sum((v - mean) ** 2 for v in values) / (len(values) - 1) if len(values) > 1 else 0.0
-    return mean, math.sqrt(var)
-
-
 def summarize(runs: List[dict]) -> List[dict]:
     """Mean and sample standard deviation per (config, fraction)."""
     groups: Dict[tuple, List[dict]] = {}
@@ -128,7 +124,8 @@ def summarize(runs: List[dict]) -> List[dict]:
         groups.setdefault((run["config"], run["fraction"]), []).append(run)
     rows = []
     for (config, fraction), members in sorted(groups.items(), key=lambda kv: (kv[0][1], kv[0][0])):
-        mean, std = _mean_std([m["score"] for m in members])
+        scores = [m["score"] for m in members]
+        mean, std = statistics.mean(scores), statistics.stdev(scores) if len(scores) > 1 else 0.0
         rows.append({"config": config, "fraction": fraction, "tokens": members[0]["tokens"],
                      "mean": mean, "std": std, "n": len(members),
                      "seeds": [m["seed"] for m in members]})
@@ -203,12 +200,13 @@ def learning_curve(configs: Sequence[Path], output_dir: Path, *, train_path: Pat
     metric = metric or main_metric(configs[0])
     subsets = write_subsets(Path(train_path), fractions, output_dir / "data")
     jobs = [(c, f, s) for f in sorted(subsets) for c in configs for s in seeds]
+    fingerprints = {str(p): md5(p) for p in [*configs, Path(test_path)]}
 
     def one(job):
         config, fraction, seed = job
         run_dir = output_dir / "runs" / config.stem / f"fraction_{fraction:g}_seed_{seed}"
         scores = _run(config, subsets[fraction], Path(test_path), seed, run_dir,
-                      overrides, gold_preproc)
+                      overrides, gold_preproc, fingerprints)
         if scores.get(metric) is None:
             raise StructPrefError(f"{run_dir}: the evaluation has no score {metric!r} "
                                   f"(it has {sorted(scores)})")
