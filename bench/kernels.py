@@ -17,8 +17,8 @@ import tracemalloc
 from pathlib import Path
 
 import numpy as np
-from nltk.tree import Tree
 
+from spacy_structpref.incremental import incremental_trees
 from spacy_structpref.kernels import TreeBatch, TreeSetDAG, gram
 from spacy_structpref.kernels.trees import _raw_gram
 from spacy_structpref.trees import SymbolTable, trees_to_arrays
@@ -47,37 +47,6 @@ def best_of(fn, repeat):
         out = fn()
         times.append(time.perf_counter() - t0)
     return min(times), out
-
-
-def prefix_trees(tree: Tree):
-    """Incremental trees T_1 .. T_n (SPEC §8): the nodes under r_i (the lowest
-    common ancestor of the preterminals of w_1..w_i) that dominate one of
-    w_1..w_i, children lists cut."""
-    leaves = tree.treepositions("leaves")
-    out = []
-    for i in range(1, len(leaves) + 1):
-        pre = [p[:-1] for p in leaves[:i]]
-        r = pre[0]
-        for p in pre[1:]:
-            k = 0
-            while k < min(len(r), len(p)) and r[k] == p[k]:
-                k += 1
-            r = r[:k]
-        first = next(j for j, p in enumerate(leaves) if p[:len(r)] == r)
-
-        def cut(t, start):
-            if not isinstance(t, Tree):
-                return (t if start < i else None), 1
-            kids, width = [], 0
-            for k in t:
-                c, w = cut(k, start + width)
-                width += w
-                if c is not None:
-                    kids.append(c)
-            return (Tree(t.label(), kids) if kids else None), width
-
-        out.append(cut(tree[r], first)[0])
-    return out
 
 
 def exactness_and_speed(lines, ref, repeat):
@@ -132,7 +101,7 @@ def dag_bench(n_sentences, repeat):
 
     sentences = ptb_trees("train")[:n_sentences]
     symbols = SymbolTable()
-    sets = [trees_to_arrays(prefix_trees(t), symbols) for t in sentences]
+    sets = [trees_to_arrays(incremental_trees(t), symbols) for t in sentences]
     n_trees = sum(len(s) for s in sets)
     print(f"[DAG] prefix trees T_1..T_n of {len(sets)} PTB train sentences: {n_trees} trees, "
           f"{sum(t.n_nodes for s in sets for t in s)} nodes")

@@ -1,0 +1,63 @@
+"""First-pass attachment data (SPEC §8) on the PTB sample: the CP inventory of
+the training trees, its coverage of dev, the size of the preference sets
+(the paper: 120 alternatives per word on average, 2 – 2,000 on WSJ) and of
+their trees with and without tree reduction, and the time to build them.
+
+    NLTK_DATA=../shared/nltk_data python bench/incremental.py [--train 3068] [--dev 433]
+"""
+import argparse
+import statistics
+import time
+from collections import Counter
+
+from tqdm import tqdm
+
+from spacy_structpref.corpora import ptb_trees
+from spacy_structpref.incremental import CPInventory, foot_class, preference_sets
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--train", type=int, default=None, help="training sentences (default all)")
+    parser.add_argument("--dev", type=int, default=None, help="dev sentences (default all)")
+    args = parser.parse_args()
+    train = ptb_trees("train")[: args.train]
+    dev = ptb_trees("dev")[: args.dev]
+
+    t0 = time.perf_counter()
+    inventory = CPInventory.from_trees(train)
+    t_inventory = time.perf_counter() - t0
+    kinds = Counter(cp.kind for cp in inventory.counts)
+    print(f"inventory from {len(train)} train sentences: {len(inventory)} CP types "
+          f"({kinds['attach']} attach, {kinds['lift']} lift), {t_inventory:.2f} s")
+
+    t0 = time.perf_counter()
+    sets = [s for tree in tqdm(dev, desc="preference sets", leave=False)
+            for s in preference_sets(tree, inventory)]
+    t_sets = time.perf_counter() - t0
+    sizes = [len(s) for s in sets]
+    covered = sum(s.gold is not None for s in sets)
+    print(f"dev: {len(dev)} sentences, {len(sets)} preference sets in {t_sets:.2f} s; "
+          f"gold CP in the inventory for {100 * covered / len(sets):.2f}%")
+    print(f"candidates per word: mean {statistics.mean(sizes):.1f}, median "
+          f"{statistics.median(sizes):.0f}, min {min(sizes)}, max {max(sizes)}")
+
+    by_class = {}
+    for s in sets:
+        by_class.setdefault(foot_class(s.foot), []).append(len(s))
+    print(f"{'foot class':14s} {'sets':>6s} {'mean size':>9s}")
+    for name, n in sorted(by_class.items(), key=lambda kv: -len(kv[1])):
+        print(f"{name:14s} {len(n):6d} {statistics.mean(n):9.1f}")
+
+    sample = sets[:: max(1, len(sets) // 300)]
+    for reduced in (False, True):
+        t0 = time.perf_counter()
+        nodes = [len(t.treepositions()) for s in sample for t in s.trees(reduced=reduced)]
+        elapsed = time.perf_counter() - t0
+        print(f"{'reduced' if reduced else 'full':8s} candidate trees: {statistics.mean(nodes):.1f} "
+              f"nodes on average (incl. words), {1e6 * elapsed / len(nodes):.0f} µs per tree "
+              f"({len(sample)} sets)")
+
+
+if __name__ == "__main__":
+    main()
