@@ -1,0 +1,30 @@
+"""The preference-learning metric of SPEC §5: ``L_r`` is the fraction of sets
+whose best element is not ranked in the top ``r`` (``L_1``: the error rate)."""
+from typing import Dict, Iterable, Optional, Sequence
+
+import numpy as np
+
+from ..errors import StructPrefError
+
+
+def gold_rank(utilities: Sequence[float], gold: Optional[int]) -> float:
+    """1-based rank of the gold candidate, counting ties against it (a set
+    whose candidates all score the same ranks its gold last); ``inf`` when the
+    set has no gold candidate."""
+    if gold is None:
+        return float("inf")
+    u = np.asarray(utilities, dtype=float)
+    if not 0 <= gold < len(u):
+        raise StructPrefError(f"gold index {gold} is outside a set of {len(u)} candidates")
+    return float(np.count_nonzero(u >= u[gold]))
+
+
+def loss_at_r(utilities: Iterable[Sequence[float]], gold: Iterable[Optional[int]],
+              r: Sequence[int] = (1,)) -> Dict[int, float]:
+    """``{r: L_r}`` over the sets, as fractions in [0, 1]."""
+    ranks = np.array([gold_rank(u, g) for u, g in zip(utilities, gold)])
+    if not len(ranks):
+        raise StructPrefError("L_r needs at least one preference set")
+    if any(k < 1 for k in r):
+        raise StructPrefError(f"r must be >= 1, got {list(r)}")
+    return {k: float(np.mean(ranks > k)) for k in r}

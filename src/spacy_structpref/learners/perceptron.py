@@ -1,0 +1,165 @@
+"""The kernel voted perceptron for preference sets (Freund & Schapire; SPEC §5),
+in dual form.
+
+Each update adds a support pair ``(x_best, x_wrong)``; the utility is
+``U(x) = Σ_s c_s [K(x_best_s, x) − K(x_wrong_s, x)]``, its raw value (no sign),
+so ties are rare. *Pairwise*: every wrong candidate of a set is a training
+pair against the best, taken in turn (scores are updated after each
+mistake). *Setwise*: one update per set, against the highest-scoring wrong
+candidate. A tie counts as a mistake, so the first set always teaches.
+
+Prediction uses the averaged perceptron, the deterministic form of the vote:
+every intermediate hypothesis weighted by the number of examples it survived,
+i.e. support ``s`` added at example ``t_s`` weighs ``T − t_s + 1`` after ``T``
+examples (``average = False``: the last hypothesis).
+
+Support items are pooled per distinct candidate (the best of a set recurs in
+many pairs) with one live and one time-weighted coefficient each, and packed
+in chunks that merge as they grow (like a binary counter), so adding support
+costs O(log n) repacking per item rather than repacking the whole pool.
+"""
+import random
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ..errors import StructPrefError
+
+LOSSES = ("pairwise", "setwise")
+
+
+class _Chunk:
+    def __init__(self, kernel, items: list, keys: list):
+        self.items, self.keys = items, keys
+        self.prepared = kernel.prepare(items)
+        self.alpha = np.zeros(len(items))  # Σ c over the supports using the item
+        self.tau = np.zeros(len(items))    # Σ c · t_s
+
+
+class KernelPerceptron:
+    """Dual perceptron over preference sets with any learner kernel (an object
+    with ``prepare(items)`` and ``block(a, b)``, see :mod:`.kernels`)."""
+
+    def __init__(self, kernel, loss: str = "setwise", epochs: int = 1, average: bool = True,
+                 seed: int = 0, progress: Optional[bool] = None):
+        if loss not in LOSSES:
+            raise StructPrefError(f"loss must be one of {', '.join(LOSSES)}, got {loss!r}")
+        if epochs < 1:
+            raise StructPrefError(f"epochs must be >= 1, got {epochs}")
+        self.kernel, self.loss, self.epochs = kernel, loss, epochs
+        self.average, self.seed, self.progress = average, seed, progress
+        self.chunks: List[_Chunk] = []
+        self._where: Dict[tuple, Tuple[int, int]] = {}  # key -> (chunk, index)
+        self._pending: Dict[tuple, list] = {}  # key -> [item, alpha, tau]
+        self.n_fits = 0  # support keys are (fit call, set, candidate)
+        self.n_examples = 0  # T: examples seen (pairs or sets)
+        self.n_updates = 0
+
+    # -- the pool -------------------------------------------------------------
+    @property
+    def n_support(self) -> int:
+        """Distinct support items."""
+        return len(self._where) + len(self._pending)
+
+    def _add(self, key, item, c: float) -> None:
+        where = self._where.get(key)
+        if where is not None:
+            chunk = self.chunks[where[0]]
+            chunk.alpha[where[1]] += c
+            chunk.tau[where[1]] += c * self.n_examples
+        else:
+            entry = self._pending.setdefault(key, [item, 0.0, 0.0])
+            entry[1] += c
+            entry[2] += c * self.n_examples
+
+    def _flush(self) -> None:
+        if not self._pending:
+            return
+        keys = list(self._pending)
+        chunk = _Chunk(self.kernel, [self._pending[k][0] for k in keys], keys)
+        chunk.alpha[:] = [self._pending[k][1] for k in keys]
+        chunk.tau[:] = [self._pending[k][2] for k in keys]
+        self._pending = {}
+        self.chunks.append(chunk)
+        while len(self.chunks) > 1 and len(self.chunks[-2].items) <= len(self.chunks[-1].items):
+            b, a = self.chunks.pop(), self.chunks.pop()
+            chunk = _Chunk(self.kernel, a.items + b.items, a.keys + b.keys)
+            chunk.alpha = np.concatenate([a.alpha, b.alpha])
+            chunk.tau = np.concatenate([a.tau, b.tau])
+            self.chunks.append(chunk)
+        last = len(self.chunks) - 1
+        self._where.update((key, (last, i)) for i, key in enumerate(chunk.keys))
+
+    def _coefficients(self, chunk: _Chunk, averaged: bool) -> np.ndarray:
+        if not averaged:
+            return chunk.alpha
+        # Σ_{t=1..T} w_t: a support added at example t_s counts T - t_s + 1 times
+        return (chunk.alpha * (self.n_examples + 1) - chunk.tau) / max(self.n_examples, 1)
+
+    def _utilities(self, prepared, n: int, averaged: bool) -> np.ndarray:
+        self._flush()
+        u = np.zeros(n)
+        for chunk in self.chunks:
+            u += self._coefficients(chunk, averaged) @ self.kernel.block(chunk.prepared, prepared)
+        return u
+
+    # -- learning -------------------------------------------------------------
+    def fit(self, sets: Sequence[Sequence], gold: Sequence[Optional[int]]) -> "KernelPerceptron":
+        """Train on preference sets (lists of candidates) with the index of each
+        set's best candidate; sets without one (None) or with a single
+        candidate teach nothing and are skipped. Can be called again to go on."""
+        sets, gold = list(sets), list(gold)
+        if len(sets) != len(gold):
+            raise StructPrefError(f"{len(sets)} preference sets but {len(gold)} gold indices")
+        for cands, g in zip(sets, gold):
+            if g is not None and not 0 <= g < len(cands):
+                raise StructPrefError(f"gold index {g} is outside a set of {len(cands)} candidates")
+        order = [i for i, g in enumerate(gold) if g is not None and len(sets[i]) > 1]
+        self.n_fits += 1
+        rng = random.Random(self.seed)
+        from tqdm import tqdm
+
+        for epoch in range(self.epochs):
+            if epoch:
+                rng.shuffle(order)
+            bar = tqdm(order, desc=f"perceptron epoch {epoch + 1}", unit="set",
+                       disable=None if self.progress is None else not self.progress, leave=False)
+            for i in bar:
+                self._train_set(i, sets[i], gold[i])
+        return self
+
+    def _train_set(self, set_id: int, cands: Sequence, g: int) -> None:
+        prepared = self.kernel.prepare(list(cands))
+        u = self._utilities(prepared, len(cands), averaged=False)
+        wrong = [j for j in range(len(cands)) if j != g]
+        if self.loss == "setwise":
+            self.n_examples += 1
+            j = max(wrong, key=lambda k: u[k])
+            if u[j] >= u[g]:
+                self._update(set_id, cands, g, j)
+            return
+        K = None  # the set's own block, needed only once a mistake changes its scores
+        for j in wrong:
+            self.n_examples += 1
+            if u[j] >= u[g]:
+                self._update(set_id, cands, g, j)
+                if K is None:
+                    K = self.kernel.block(prepared, prepared)
+                u += K[g] - K[j]
+
+    def _update(self, set_id: int, cands: Sequence, g: int, j: int) -> None:
+        self._add((self.n_fits, set_id, g), cands[g], 1.0)
+        self._add((self.n_fits, set_id, j), cands[j], -1.0)
+        self.n_updates += 1
+
+    # -- prediction -----------------------------------------------------------
+    def utilities(self, candidates: Sequence) -> np.ndarray:
+        """U(x) of every candidate of one set (averaged unless ``average=False``)."""
+        candidates = list(candidates)
+        if not candidates:
+            return np.zeros(0)
+        return self._utilities(self.kernel.prepare(candidates), len(candidates), self.average)
+
+    def predict(self, sets: Sequence[Sequence]) -> List[Optional[int]]:
+        """Index of the highest-utility candidate of each set (None: empty set)."""
+        return [int(np.argmax(u)) if len(u) else None for u in map(self.utilities, sets)]

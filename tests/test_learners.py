@@ -1,0 +1,144 @@
+"""Kernel perceptron over preference sets and the L_r metric (SPEC §5): the
+dual learner against a primal averaged perceptron on explicit vectors, and
+on real attachment sets with tree kernels."""
+import random
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from spacy_structpref.corpora import ptb_trees
+from spacy_structpref.errors import StructPrefError
+from spacy_structpref.incremental import CPInventory, preference_sets
+from spacy_structpref.kernels import gram
+from spacy_structpref.learners import (KernelPerceptron, LinearKernel, TreeKernel, gold_rank,
+                                       loss_at_r)
+
+
+def primal_perceptron(sets, gold, loss, epochs, seed, w=None, w_sum=None, T=0):
+    """Reference: the averaged perceptron with an explicit weight vector,
+    w_sum accumulating w after every example (pair or set)."""
+    dim = sets[0].shape[1]
+    w = np.zeros(dim) if w is None else w
+    w_sum = np.zeros(dim) if w_sum is None else w_sum
+    order = [i for i, g in enumerate(gold) if g is not None and len(sets[i]) > 1]
+    rng = random.Random(seed)
+    for epoch in range(epochs):
+        if epoch:
+            rng.shuffle(order)
+        for i in order:
+            X, g = sets[i], gold[i]
+            wrong = [j for j in range(len(X)) if j != g]
+            if loss == "setwise":
+                u = X @ w
+                j = max(wrong, key=lambda k: u[k])
+                if u[j] >= u[g]:
+                    w = w + X[g] - X[j]
+                T += 1
+                w_sum = w_sum + w
+            else:
+                for j in wrong:
+                    if X[j] @ w >= X[g] @ w:
+                        w = w + X[g] - X[j]
+                    T += 1
+                    w_sum = w_sum + w
+    return w, w_sum, T
+
+
+@st.composite
+def problems(draw, dim=None):
+    dim = draw(st.integers(2, 5)) if dim is None else dim
+    n_sets = draw(st.integers(1, 12))
+    sets, gold = [], []
+    for _ in range(n_sets):
+        k = draw(st.integers(1, 5))
+        X = draw(st.lists(st.lists(st.integers(-2, 2), min_size=dim, max_size=dim),
+                          min_size=k, max_size=k))
+        sets.append(np.array(X, dtype=float))
+        gold.append(draw(st.one_of(st.none(), st.integers(0, k - 1))))
+    return sets, gold
+
+
+@settings(max_examples=200, deadline=None)
+@given(problems(), st.sampled_from(["pairwise", "setwise"]), st.integers(1, 3),
+       st.integers(0, 5))
+def test_dual_equals_primal(problem, loss, epochs, seed):
+    sets, gold = problem
+    learner = KernelPerceptron(LinearKernel(), loss=loss, epochs=epochs, seed=seed)
+    learner.fit(sets, gold)
+    w, w_sum, T = primal_perceptron(sets, gold, loss, epochs, seed)
+    assert learner.n_examples == T
+    last = KernelPerceptron(LinearKernel(), loss=loss, epochs=epochs, seed=seed, average=False)
+    last.fit(sets, gold)
+    for X in sets:
+        np.testing.assert_allclose(learner.utilities(X), X @ w_sum / max(T, 1), atol=1e-9)
+        np.testing.assert_allclose(last.utilities(X), X @ w, atol=1e-9)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.data(), st.sampled_from(["pairwise", "setwise"]))
+def test_fit_again_goes_on(data, loss):
+    first = data.draw(problems(dim=3))
+    second = data.draw(problems(dim=3))
+    learner = KernelPerceptron(LinearKernel(), loss=loss)
+    learner.fit(*first).fit(*second)
+    w, w_sum, T = primal_perceptron(*first, loss, 1, 0)
+    w, w_sum, T = primal_perceptron(*second, loss, 1, 0, w, w_sum, T)
+    for X in first[0] + second[0]:
+        np.testing.assert_allclose(learner.utilities(X), X @ w_sum / max(T, 1), atol=1e-9)
+
+
+def test_loss_at_r_by_hand():
+    utilities = [[0.1, 0.9, 0.5], [0.3, 0.3], [2.0], [1.0, 0.0, 3.0, 2.0], []]
+    gold = [1, 0, 0, 0, None]
+    # ranks: 1; 2 (a tie counts against the gold); 1; 3; none (error everywhere)
+    assert [gold_rank(u, g) for u, g in zip(utilities, gold)] == [1, 2, 1, 3, float("inf")]
+    assert loss_at_r(utilities, gold, r=(1, 2, 3)) == {1: 3 / 5, 2: 2 / 5, 3: 1 / 5}
+
+
+def test_bad_input():
+    with pytest.raises(StructPrefError, match="loss must be"):
+        KernelPerceptron(LinearKernel(), loss="listwise")
+    with pytest.raises(StructPrefError, match="epochs"):
+        KernelPerceptron(LinearKernel(), epochs=0)
+    learner = KernelPerceptron(LinearKernel())
+    with pytest.raises(StructPrefError, match="outside a set of 2"):
+        learner.fit([np.eye(2)], [2])
+    with pytest.raises(StructPrefError, match="2 preference sets but 1 gold"):
+        learner.fit([np.eye(2), np.eye(2)], [0])
+    with pytest.raises(StructPrefError, match="at least one preference set"):
+        loss_at_r([], [])
+    with pytest.raises(StructPrefError, match="r must be >= 1"):
+        loss_at_r([[1.0]], [0], r=(0,))
+    assert learner.predict([[]]) == [None]
+
+
+@pytest.fixture(scope="module")
+def attachment_sets():
+    train, dev = ptb_trees("train")[:40], ptb_trees("dev")[:10]
+    inventory = CPInventory.from_trees(ptb_trees("train")[:300])
+
+    def sets(trees):
+        out = [s for t in trees for s in preference_sets(t, inventory)]
+        return [s.trees(reduced=True) for s in out], [s.gold for s in out]
+
+    return sets(train), sets(dev)
+
+
+@pytest.mark.parametrize("loss", ["setwise", "pairwise"])
+def test_tree_kernel_perceptron_learns_attachment(attachment_sets, loss):
+    (train, train_gold), (dev, dev_gold) = attachment_sets
+    kernel = TreeKernel(lam=0.4)
+    learner = KernelPerceptron(kernel, loss=loss, epochs=1).fit(train, train_gold)
+    assert learner.n_updates > 0 and len(learner.chunks) > 1
+    utilities = [learner.utilities(c) for c in dev]
+    L = loss_at_r(utilities, dev_gold, r=(1, 5))
+    # chance: a uniformly random pick is wrong with probability 1 - 1/|set|
+    chance = np.mean([1 - 1 / len(c) if g is not None else 1 for c, g in zip(dev, dev_gold)])
+    assert L[1] < 0.6 * chance and L[5] < L[1]
+    # the chunked support pool gives the utilities of one flat sum over all support
+    items = [item for chunk in learner.chunks for item in chunk.items]
+    coef = np.concatenate([learner._coefficients(chunk, True) for chunk in learner.chunks])
+    K = gram(kernel.prepare(items), kernel.prepare(dev[0]), lam=0.4)
+    np.testing.assert_allclose(utilities[0], coef @ K, rtol=1e-9, atol=1e-12)
