@@ -62,6 +62,29 @@ def _ambiguous_forest():
     return b.build(s), words
 
 
+def test_forest_builder_words_at_construction_and_shared_rule_ids():
+    """The parser's way (sentence given once, edges per head, one rule-id
+    cache across sentences) builds the same forest as per-edge words."""
+    f, words = _ambiguous_forest()
+    rule_ids = {}
+    for _ in range(2):
+        b = ForestBuilder(f.symbols, 2, words, rule_ids=rule_ids)
+        nn, vb = b.add_node_id(f.label[0], 0, 1, state=7), b.add_node("VB", 0, 1)
+        nns, vbz = b.add_node("NNS", 1, 2), b.add_node("VBZ", 1, 2)
+        for v, w, p in ((nn, -1, 0.6), (vb, -1, 0.4), (nns, -2, 0.3), (vbz, -2, 0.7)):
+            b.add_edges(v, [([w], p)])
+        s = b.add_node("S", 0, 2)
+        b.add_edges(s, [([nn, vbz], 0.5), ([vb, nns], 0.5)])
+        g = b.build(s)
+        for name in ("label", "start", "end", "head", "tail_start", "tails", "rule", "prob"):
+            assert np.array_equal(getattr(g, name), getattr(f, name)), name
+        assert g.state.tolist() == [7, -1, -1, -1, -1]
+    assert len(rule_ids) == len(f.symbols.productions) == 6
+    b = ForestBuilder(f.symbols, 2)
+    with pytest.raises(StructPrefError, match="needs the sentence's words"):
+        b.add_edge(b.add_node("NN", 0, 1), [-1], 1.0)
+
+
 def test_forest_inside_outside_hand_computed():
     f, words = _ambiguous_forest()
     f.compute_inside_outside()

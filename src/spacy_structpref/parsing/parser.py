@@ -20,7 +20,7 @@ from nltk.tree import Tree
 from ..errors import StructPrefError
 from ..trees.arrays import SymbolTable
 from ..trees.brackets import escape_word, to_bracketed
-from ..trees.forest import Forest
+from ..trees.forest import Forest, ForestBuilder
 from .grammar import Grammar, base_label, is_intermediate
 
 TAG_MODES = ("ignore", "hard", "soft")
@@ -78,7 +78,7 @@ class Parser:
         self.inter = np.array([is_intermediate(s) for s in g.states])
         self.labels = [base_label(s) for s in g.states]
         self._label_ids = [self.symbols.label_id(lab) for lab in self.labels]
-        self._prod_cache: Dict[tuple, int] = {}
+        self._rule_ids: Dict[tuple, int] = {}  # shared by the sentences' ForestBuilders
 
     # --------------------------------------------------------------- lexicon
     def lexical_scores(self, words: Sequence[str], tags: Sequence[str] = None) -> np.ndarray:
@@ -155,40 +155,12 @@ class Parser:
             chain_in.setdefault((int(self.c_top[r]), i, j), []).append(r)
         lexset = {(i, t) for i, t, _, _ in lexical[0].tolist()}
 
-        symbols = self.symbols
-        labels, lab_id = self.labels, self._label_ids
-        word_syms = [-(symbols.word_id(w) + 1) for w in words]
-        n_label: List[int] = []
-        n_start: List[int] = []
-        n_end: List[int] = []
-        n_state: List[int] = []
-        e_head: List[int] = []
-        e_tails: List[int] = []
-        e_start: List[int] = [0]
-        e_rule: List[int] = []
-        e_prob: List[float] = []
-        prod_cache = self._prod_cache
+        lab_id = self._label_ids
+        builder = ForestBuilder(self.symbols, n, words, rule_ids=self._rule_ids)
+        add_node, add_edge, add_edges = builder.add_node_id, builder.add_edge, builder.add_edges
         made: Dict[tuple, Optional[int]] = {}
         inter_memo: Dict[tuple, List[Tuple[List[int], float]]] = {}
         cap = self.max_expansions
-
-        def add_node(s, i, j) -> int:
-            n_label.append(lab_id[s])
-            n_start.append(i)
-            n_end.append(j)
-            n_state.append(s)
-            return len(n_label) - 1
-
-        def add_edge(v, tails, p) -> None:
-            key = (n_label[v],) + tuple(n_label[t] if t >= 0 else word_syms[-t - 1] for t in tails)
-            rule = prod_cache.get(key)
-            if rule is None:
-                rule = prod_cache[key] = symbols.production_id(key[0], key[1:])
-            e_head.append(v)
-            e_tails.extend(tails)
-            e_start.append(len(e_tails))
-            e_rule.append(rule)
-            e_prob.append(p)
 
         def nary(s, i, j) -> List[Tuple[List[int], float]]:
             """(tail ids, probability) of the n-ary edges below state s over [i, j)."""
@@ -232,15 +204,14 @@ class Parser:
                     if below is None:
                         continue
                     for depth in range(len(path) - 2, 0, -1):  # chain-internal nodes, bottom-up
-                        mid = add_node(path[depth], i, j)
+                        mid = add_node(lab_id[path[depth]], i, j, path[depth])
                         add_edge(mid, [below], 1.0)
                         below = mid
                     edges.append(([below], float(self.c_prob[r])))
             if not edges:
                 return None
-            v = add_node(s, i, j)
-            for tails, p in edges:
-                add_edge(v, tails, p)
+            v = add_node(lab_id[s], i, j, s)
+            add_edges(v, edges)
             made[key] = v
             return v
 
@@ -252,8 +223,7 @@ class Parser:
             sys.setrecursionlimit(limit)
         if root is None:
             return None
-        forest = with_scores(Forest(n_label, n_start, n_end, e_head, e_start, e_tails, e_rule, e_prob, root, n,
-                                    symbols, state=n_state))
+        forest = with_scores(builder.build(root))
         if self.merit_threshold > 0:
             forest = prune_by_merit(forest, self.merit_threshold)
         return forest

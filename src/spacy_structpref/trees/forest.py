@@ -16,7 +16,7 @@ neither underflow nor overflow. Kernels use the quantities that stay in
 [0, 1]: the node posterior ``μ(v) = α(v)β(v)/β(root)`` and the conditional
 edge probability ``q(e) = P(e) Π β(tails) / β(head)``.
 """
-from typing import Iterator, List, Optional, Sequence, Tuple
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 from nltk.tree import Tree
@@ -229,45 +229,77 @@ class Forest:
 
 
 class ForestBuilder:
-    """Incremental construction: add nodes bottom-up, then hyperedges."""
+    """Incremental construction: add nodes bottom-up, then hyperedges.
 
-    def __init__(self, symbols: SymbolTable, n_words: int) -> None:
+    ``words``: the sentence, for the word tails of preterminal rules (or give
+    them to each :meth:`add_edge`). ``rule_ids``: production ids by
+    ``(head label, tail symbols...)``; parsers pass one dict to all their
+    builders over the same ``symbols``, so a rule is interned once, not once
+    per hyperedge."""
+
+    # Slots: add_node_id/add_edges are a parser's hot path.
+    __slots__ = ("symbols", "n_words", "word_symbols", "rule_ids", "label", "start", "end", "state",
+                 "head", "tails", "tail_start", "rule", "prob")
+
+    def __init__(self, symbols: SymbolTable, n_words: int, words: Sequence[str] = None,
+                 rule_ids: Dict[tuple, int] = None) -> None:
         self.symbols = symbols
         self.n_words = n_words
+        self.word_symbols = None if words is None else [-(symbols.word_id(w) + 1) for w in words]
+        self.rule_ids = {} if rule_ids is None else rule_ids
         self.label: List[int] = []
         self.start: List[int] = []
         self.end: List[int] = []
         self.state: List[int] = []
-        self.edges: List[Tuple[int, List[int], int, float]] = []
+        self.head: List[int] = []
+        self.tails: List[int] = []
+        self.tail_start: List[int] = [0]
+        self.rule: List[int] = []
+        self.prob: List[float] = []
 
     def add_node(self, label: str, start: int, end: int, state: int = -1) -> int:
-        self.label.append(self.symbols.label_id(label))
+        return self.add_node_id(self.symbols.label_id(label), start, end, state)
+
+    def add_node_id(self, label_id: int, start: int, end: int, state: int = -1) -> int:
+        """:meth:`add_node` with the label already interned in ``symbols``."""
+        self.label.append(label_id)
         self.start.append(start)
         self.end.append(end)
         self.state.append(state)
         return len(self.label) - 1
 
     def add_edge(self, head: int, tails: Sequence[int], prob: float, words: Sequence[str] = None) -> int:
-        """``tails``: node ids (>= 0) or word refs (< 0); ``words`` supplies the
-        sentence so that preterminal rules include their word."""
-        kid_syms = []
-        for t in tails:
-            if t >= 0:
-                kid_syms.append(self.label[t])
-            else:
-                if words is None:
-                    raise StructPrefError("a hyperedge with word tails needs the sentence's words")
-                kid_syms.append(-(self.symbols.word_id(words[-t - 1]) + 1))
-        rule = self.symbols.production_id(self.label[head], kid_syms)
-        self.edges.append((head, list(tails), rule, prob))
-        return len(self.edges) - 1
+        """One hyperedge (see :meth:`add_edges`); returns its id."""
+        self.add_edges(head, [(tails, prob)], words)
+        return len(self.head) - 1
+
+    def add_edges(self, head: int, edges: Sequence[Tuple[Sequence[int], float]], words: Sequence[str] = None) -> None:
+        """A hyperedge ``head <- tails`` of probability ``prob`` per ``(tails, prob)``
+        of ``edges`` (one call per head: a parser's hot path). ``tails``: node
+        ids (>= 0) or word refs (< 0); ``words``, if the builder was made
+        without them, supplies the sentence so that preterminal rules include
+        their word."""
+        if words is None:
+            word_symbols = self.word_symbols
+        else:  # interns only the words these edges use, keyed like self.word_symbols
+            word_symbols = {-t - 1: -(self.symbols.word_id(words[-t - 1]) + 1)
+                            for tails, _ in edges for t in tails if t < 0}
+        label, rule_ids, all_tails = self.label, self.rule_ids, self.tails
+        tail_start, heads, rules, probs = self.tail_start, self.head, self.rule, self.prob
+        head_label = label[head]
+        for tails, prob in edges:
+            if word_symbols is None and any(t < 0 for t in tails):
+                raise StructPrefError("a hyperedge with word tails needs the sentence's words")
+            key = (head_label, *[label[t] if t >= 0 else word_symbols[-t - 1] for t in tails])
+            rule = rule_ids.get(key)
+            if rule is None:
+                rule = rule_ids[key] = self.symbols.production_id(head_label, key[1:])
+            heads.append(head)
+            all_tails.extend(tails)
+            tail_start.append(len(all_tails))
+            rules.append(rule)
+            probs.append(prob)
 
     def build(self, root: int) -> Forest:
-        tail_start = [0]
-        tails: List[int] = []
-        for _, ts, _, _ in self.edges:
-            tails.extend(ts)
-            tail_start.append(len(tails))
-        return Forest(self.label, self.start, self.end, [e[0] for e in self.edges], tail_start, tails,
-                      [e[2] for e in self.edges], [e[3] for e in self.edges], root, self.n_words,
-                      self.symbols, state=self.state)
+        return Forest(self.label, self.start, self.end, self.head, self.tail_start, self.tails, self.rule,
+                      self.prob, root, self.n_words, self.symbols, state=self.state)
