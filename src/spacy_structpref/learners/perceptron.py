@@ -16,7 +16,8 @@ examples (``average = False``: the last hypothesis).
 Support items are pooled per distinct candidate (the best of a set recurs in
 many pairs) with one live and one time-weighted coefficient each, and packed
 in chunks that merge as they grow (like a binary counter), so adding support
-costs O(log n) repacking per item rather than repacking the whole pool.
+costs O(log n) repacking per item rather than repacking the whole pool; after
+training the pool is packed as one chunk, so prediction takes one kernel block.
 """
 import random
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -24,6 +25,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..errors import StructPrefError
+from .base import PreferenceLearner, teaching_sets
 
 LOSSES = ("pairwise", "setwise")
 
@@ -36,7 +38,7 @@ class _Chunk:
         self.tau = np.zeros(len(items))    # Σ c · t_s
 
 
-class KernelPerceptron:
+class KernelPerceptron(PreferenceLearner):
     """Dual perceptron over preference sets with any learner kernel (an object
     with ``prepare(items)`` and ``block(a, b)``, see :mod:`.kernels`)."""
 
@@ -82,13 +84,26 @@ class KernelPerceptron:
         self._pending = {}
         self.chunks.append(chunk)
         while len(self.chunks) > 1 and len(self.chunks[-2].items) <= len(self.chunks[-1].items):
-            b, a = self.chunks.pop(), self.chunks.pop()
-            chunk = _Chunk(self.kernel, a.items + b.items, a.keys + b.keys)
-            chunk.alpha = np.concatenate([a.alpha, b.alpha])
-            chunk.tau = np.concatenate([a.tau, b.tau])
-            self.chunks.append(chunk)
+            chunk = self._merge(2)
         last = len(self.chunks) - 1
         self._where.update((key, (last, i)) for i, key in enumerate(chunk.keys))
+
+    def _merge(self, n: int) -> _Chunk:
+        """Replace the last ``n`` chunks by one."""
+        parts, self.chunks = self.chunks[-n:], self.chunks[:-n]
+        chunk = _Chunk(self.kernel, [x for c in parts for x in c.items],
+                       [k for c in parts for k in c.keys])
+        chunk.alpha = np.concatenate([c.alpha for c in parts])
+        chunk.tau = np.concatenate([c.tau for c in parts])
+        self.chunks.append(chunk)
+        return chunk
+
+    def _compact(self) -> None:
+        """One chunk for the whole pool: prediction then takes one kernel block."""
+        self._flush()
+        if len(self.chunks) > 1:
+            chunk = self._merge(len(self.chunks))
+            self._where = {key: (0, i) for i, key in enumerate(chunk.keys)}
 
     def _coefficients(self, chunk: _Chunk, averaged: bool) -> np.ndarray:
         if not averaged:
@@ -108,13 +123,7 @@ class KernelPerceptron:
         """Train on preference sets (lists of candidates) with the index of each
         set's best candidate; sets without one (None) or with a single
         candidate teach nothing and are skipped. Can be called again to go on."""
-        sets, gold = list(sets), list(gold)
-        if len(sets) != len(gold):
-            raise StructPrefError(f"{len(sets)} preference sets but {len(gold)} gold indices")
-        for cands, g in zip(sets, gold):
-            if g is not None and not 0 <= g < len(cands):
-                raise StructPrefError(f"gold index {g} is outside a set of {len(cands)} candidates")
-        order = [i for i, g in enumerate(gold) if g is not None and len(sets[i]) > 1]
+        sets, gold, order = teaching_sets(sets, gold)
         self.n_fits += 1
         rng = random.Random(self.seed)
         from tqdm import tqdm
@@ -126,6 +135,7 @@ class KernelPerceptron:
                        disable=None if self.progress is None else not self.progress, leave=False)
             for i in bar:
                 self._train_set(i, sets[i], gold[i])
+        self._compact()
         return self
 
     def _train_set(self, set_id: int, cands: Sequence, g: int) -> None:
@@ -159,7 +169,3 @@ class KernelPerceptron:
         if not candidates:
             return np.zeros(0)
         return self._utilities(self.kernel.prepare(candidates), len(candidates), self.average)
-
-    def predict(self, sets: Sequence[Sequence]) -> List[Optional[int]]:
-        """Index of the highest-utility candidate of each set (None: empty set)."""
-        return [int(np.argmax(u)) if len(u) else None for u in map(self.utilities, sets)]

@@ -1,0 +1,109 @@
+"""Preference learning with the recursive neural network (SPEC §5): a
+:func:`~..models.recursive.RecursiveNet` scores every candidate tree; the
+setwise loss is the softmax cross-entropy over each set,
+``−log e^{U(x_y)} / Σ_j e^{U(x_j)}``, the pairwise loss the logistic loss of
+every (best, wrong) pair, ``log(1 + e^{U(x_j) − U(x_y)})``. Minibatches of
+sets are hash-consed into one DAG, so shared subtrees are computed once.
+"""
+import random
+from typing import List, Optional, Sequence, Tuple
+
+import numpy as np
+from thinc.api import Adam, Optimizer
+
+from ..errors import StructPrefError
+from ..models.recursive import RecursiveNet, build_label_dag, label_vocab
+from .base import PreferenceLearner, teaching_sets
+
+LOSSES = ("setwise", "pairwise")
+
+
+def set_losses(scores: np.ndarray, set_starts: np.ndarray, gold: Sequence[Optional[int]],
+               loss: str) -> Tuple[float, np.ndarray]:
+    """Summed loss over the sets with a gold candidate, and its gradient
+    with respect to the candidate scores."""
+    d_scores = np.zeros_like(scores, dtype=np.float64)
+    total = 0.0
+    for s, g in enumerate(gold):
+        if g is None:
+            continue
+        lo, hi = set_starts[s], set_starts[s + 1]
+        u = scores[lo:hi].astype(np.float64)
+        if loss == "setwise":
+            p = np.exp(u - u.max())
+            p /= p.sum()
+            total -= np.log(p[g])
+            p[g] -= 1.0
+            d_scores[lo:hi] = p
+        else:
+            margin = u - u[g]  # wrong minus best; the best's own term is log 2, constant
+            margin[g] = -np.inf
+            total += np.logaddexp(0.0, margin[np.isfinite(margin)]).sum()
+            sig = np.where(np.isfinite(margin), 1.0 / (1.0 + np.exp(-margin)), 0.0)
+            d_scores[lo:hi] = sig
+            d_scores[lo + g] -= sig.sum()
+    return total, d_scores
+
+
+class RecursiveNetLearner(PreferenceLearner):
+    """Trains a recursive network on preference sets of trees; same
+    ``fit``/``utilities``/``predict`` interface as the kernel perceptron."""
+
+    def __init__(self, width: int = 25, max_children: int = 15, loss: str = "setwise",
+                 epochs: int = 10, batch_size: int = 32, optimizer: Optional[Optimizer] = None,
+                 seed: int = 0, progress: Optional[bool] = None):
+        if loss not in LOSSES:
+            raise StructPrefError(f"loss must be one of {', '.join(LOSSES)}, got {loss!r}")
+        if epochs < 1 or batch_size < 1:
+            raise StructPrefError(f"epochs and batch_size must be >= 1, got {epochs}, {batch_size}")
+        self.width, self.max_children, self.loss = width, max_children, loss
+        self.epochs, self.batch_size, self.seed = epochs, batch_size, seed
+        self.optimizer = optimizer if optimizer is not None else Adam(0.001)
+        self.progress = progress
+        self.vocab = None
+        self.model = None
+        self.losses: List[float] = []  # mean loss per set, per epoch
+
+    def _dag(self, sets):
+        return build_label_dag(sets, self.vocab, self.max_children)
+
+    def fit(self, sets: Sequence[Sequence], gold: Sequence[Optional[int]]) -> "RecursiveNetLearner":
+        """Train on preference sets (lists of nltk Trees) with each set's best
+        candidate index (None: no correct candidate, skipped). The label
+        vocabulary comes from the first call's trees."""
+        sets, gold, order = teaching_sets(sets, gold)
+        if self.model is None:
+            if not order:
+                raise StructPrefError("no preference set with a correct candidate and a rival")
+            self.vocab = label_vocab(t for i in order for t in sets[i])
+            self.model = RecursiveNet(self.width, self.max_children, len(self.vocab) + 2,
+                                      seed=self.seed).initialize()
+        rng = random.Random(self.seed)
+        from tqdm import tqdm
+
+        for epoch in range(self.epochs):
+            rng.shuffle(order)
+            total = 0.0
+            batches = [order[i:i + self.batch_size] for i in range(0, len(order), self.batch_size)]
+            for batch in tqdm(batches, desc=f"recursive net epoch {epoch + 1}", unit="batch",
+                              disable=None if self.progress is None else not self.progress,
+                              leave=False):
+                dag = self._dag([sets[i] for i in batch])
+                scores, backprop = self.model.begin_update(dag)
+                loss, d_scores = set_losses(scores, dag.set_starts, [gold[i] for i in batch],
+                                            self.loss)
+                backprop(d_scores / len(batch))
+                self.model.finish_update(self.optimizer)
+                total += loss
+            self.losses.append(total / max(len(order), 1))
+        return self
+
+    def utilities(self, candidates: Sequence) -> np.ndarray:
+        """U(x) of every candidate of one set."""
+        if self.model is None:
+            raise StructPrefError("the recursive net is not trained yet: call fit first")
+        candidates = list(candidates)
+        if not candidates:
+            return np.zeros(0)
+        with self.model.use_params(self.optimizer.averages or {}):
+            return np.asarray(self.model.predict(self._dag([candidates])), dtype=np.float64)

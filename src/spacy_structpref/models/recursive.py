@@ -1,0 +1,161 @@
+"""``spacy_structpref.RecursiveNet.v1``: a recursive neural network over
+labelled ordered trees and DAGs (SPEC §5).
+
+    u(v) = tanh(ω_0 + Ω z(label(v)) + Σ_{k ≤ K} W_k u(c_k(v))),   U(x) = oᵀ u(root(x))
+
+with a state of size ``width`` (25), one matrix per child position up to
+``max_children`` (K = 15; later children are pruned), frontier state 0 and
+weights initialised uniformly in ±0.01. ``Ω z(label)`` is a row of the label
+table ``E``.
+
+The input is a :class:`LabelDAG`: the candidates of one or more preference
+sets hash-consed into distinct subtrees, so a subtree shared by many
+candidates (most of them, in a set) is computed once, forward and backward.
+Nodes are processed level by level (leaves first), each level with one
+matrix product per child position.
+"""
+from dataclasses import dataclass
+from typing import Dict, List, Sequence
+
+import numpy as np
+from nltk.tree import Tree
+from spacy.util import registry
+from thinc.api import Model
+
+from ..errors import StructPrefError
+
+UNKNOWN, WORD = 0, 1  # label ids of unseen labels and of words (leaves that are not labels)
+
+
+@dataclass
+class LabelDAG:
+    """Candidates as one DAG: per distinct node its label id and children
+    (``-1``: none), the nodes grouped by height, each candidate's root node
+    and each set's range of candidates."""
+
+    labels: np.ndarray        # (N,) int
+    children: np.ndarray      # (N, K) int, -1 padded, children left-packed
+    levels: List[np.ndarray]  # node ids of height 0, 1, ...
+    roots: np.ndarray         # (n_candidates,) int
+    set_starts: np.ndarray    # (n_sets + 1,) int
+
+    @property
+    def n_nodes(self) -> int:
+        return len(self.labels)
+
+
+def label_vocab(trees) -> Dict[str, int]:
+    """Ids of the node labels of ``trees`` (after the reserved UNKNOWN, WORD)."""
+    labels = sorted({t.label() for tree in trees for t in tree.subtrees()})
+    return {label: i + 2 for i, label in enumerate(labels)}
+
+
+def build_label_dag(sets: Sequence[Sequence[Tree]], vocab: Dict[str, int],
+                    max_children: int, share: bool = True) -> LabelDAG:
+    """Hash-cons the candidate trees of ``sets`` (``share=False`` keeps every
+    node separate: the same network values, for checking). A leaf string that
+    is a known label (a node kept as a bare label by tree reduction) gets that
+    label, any other leaf (a word) the WORD label; unseen labels get UNKNOWN."""
+    ids: Dict[tuple, int] = {}
+    labels: List[int] = []
+    kids: List[tuple] = []
+    heights: List[int] = []
+
+    def node(label: int, children: tuple) -> int:
+        key = (label, children)
+        found = ids.get(key) if share else None
+        if found is not None:
+            return found
+        labels.append(label)
+        kids.append(children)
+        heights.append(1 + max((heights[c] for c in children), default=-1))
+        if share:
+            ids[key] = len(labels) - 1
+        return len(labels) - 1
+
+    def visit(t) -> int:
+        if not isinstance(t, Tree):
+            return node(vocab.get(t, WORD), ())
+        children = tuple(visit(c) for c in t[:max_children])
+        return node(vocab.get(t.label(), UNKNOWN), children)
+
+    roots, set_starts = [], [0]
+    for cands in sets:
+        roots.extend(visit(t) for t in cands)
+        set_starts.append(len(roots))
+    children = np.full((len(labels), max_children), -1, dtype=np.int64)
+    for i, c in enumerate(kids):
+        children[i, :len(c)] = c
+    heights_arr = np.asarray(heights, dtype=np.int64)
+    order = np.argsort(heights_arr, kind="stable")
+    bounds = np.searchsorted(heights_arr[order], np.arange(heights_arr.max(initial=-1) + 2))
+    levels = [order[bounds[h]:bounds[h + 1]] for h in range(len(bounds) - 1)]
+    return LabelDAG(np.asarray(labels, dtype=np.int64), children, levels,
+                    np.asarray(roots, dtype=np.int64), np.asarray(set_starts, dtype=np.int64))
+
+
+@registry.architectures("spacy_structpref.RecursiveNet.v1")
+def RecursiveNet(width: int = 25, max_children: int = 15, n_labels: int = 2,
+                 init_scale: float = 0.01, seed: int = 0) -> Model[LabelDAG, np.ndarray]:
+    """Utilities ``U(x)`` (one per candidate) of a :class:`LabelDAG`."""
+    if width < 1 or max_children < 1 or n_labels < 2 or init_scale <= 0:
+        raise StructPrefError("RecursiveNet needs width >= 1, max_children >= 1, n_labels >= 2 "
+                              f"and init_scale > 0, got {width}, {max_children}, {n_labels}, "
+                              f"{init_scale}")
+    return Model("recursive_net", _forward, init=_init,
+                 params={"E": None, "W": None, "b": None, "o": None},
+                 dims={"nO": width, "nK": max_children, "nV": n_labels},
+                 attrs={"init_scale": init_scale, "seed": seed})
+
+
+def _init(model: Model, X=None, Y=None) -> Model:
+    H, K, V = model.get_dim("nO"), model.get_dim("nK"), model.get_dim("nV")
+    rng = np.random.default_rng(model.attrs["seed"])
+    s = model.attrs["init_scale"]
+    for name, shape in (("E", (V, H)), ("W", (K, H, H)), ("b", (H,)), ("o", (H,))):
+        model.set_param(name, rng.uniform(-s, s, shape).astype("f"))
+    return model
+
+
+def _forward(model: Model, dag: LabelDAG, is_train: bool):
+    E, W, b, o = (model.get_param(n) for n in ("E", "W", "b", "o"))
+    if dag.labels.size and dag.labels.max() >= E.shape[0]:
+        raise StructPrefError(f"label id {int(dag.labels.max())} is outside the network's "
+                              f"{E.shape[0]} labels: build the DAG with the network's vocabulary")
+    if dag.children.shape[1] > W.shape[0]:
+        raise StructPrefError(f"the DAG allows {dag.children.shape[1]} children per node, the "
+                              f"network {W.shape[0]}")
+    U = np.zeros((dag.n_nodes, E.shape[1]), dtype=E.dtype)
+    for level in dag.levels:
+        pre = E[dag.labels[level]] + b
+        ch = dag.children[level]
+        for k in range(ch.shape[1]):
+            has = ch[:, k] >= 0
+            if not has.any():
+                break  # children are left-packed
+            pre[has] += U[ch[has, k]] @ W[k].T
+        U[level] = np.tanh(pre)
+    scores = U[dag.roots] @ o
+
+    def backprop(d_scores: np.ndarray) -> LabelDAG:
+        d_scores = np.asarray(d_scores, dtype=U.dtype)
+        dU = np.zeros_like(U)
+        np.add.at(dU, dag.roots, np.outer(d_scores, o))
+        dE, dW, db = np.zeros_like(E), np.zeros_like(W), np.zeros_like(b)
+        do = U[dag.roots].T @ d_scores
+        for level in reversed(dag.levels):
+            d_pre = dU[level] * (1.0 - U[level] ** 2)
+            db += d_pre.sum(axis=0)
+            np.add.at(dE, dag.labels[level], d_pre)
+            ch = dag.children[level]
+            for k in range(ch.shape[1]):
+                has = ch[:, k] >= 0
+                if not has.any():
+                    break
+                dW[k] += d_pre[has].T @ U[ch[has, k]]
+                np.add.at(dU, ch[has, k], d_pre[has] @ W[k])
+        for name, grad in (("E", dE), ("W", dW), ("b", db), ("o", do)):
+            model.inc_grad(name, grad)
+        return dag
+
+    return scores, backprop

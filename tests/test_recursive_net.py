@@ -1,0 +1,138 @@
+"""The recursive neural network over trees and DAGs (SPEC §5): hand-computed
+values, hash-consed DAG = separate trees, gradients against finite
+differences, set losses, and learning real attachment preferences."""
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from nltk.tree import Tree
+from thinc.api import Adam
+
+from spacy_structpref.corpora import ptb_trees
+from spacy_structpref.errors import StructPrefError
+from spacy_structpref.incremental import CPInventory, preference_sets
+from spacy_structpref.learners import RecursiveNetLearner, loss_at_r
+from spacy_structpref.learners.recursive import set_losses
+from spacy_structpref.models.recursive import (UNKNOWN, WORD, RecursiveNet, build_label_dag,
+                                               label_vocab)
+
+from strategies import trees
+
+
+def network(vocab, width=4, max_children=3, scale=0.5, seed=0, dtype="f"):
+    model = RecursiveNet(width, max_children, len(vocab) + 2, init_scale=scale, seed=seed).initialize()
+    for name in ("E", "W", "b", "o"):
+        model.set_param(name, model.get_param(name).astype(dtype))
+    return model
+
+
+def reference_utility(model, tree, vocab, max_children):
+    """u(v) by plain recursion over the tree, straight from the formula."""
+    E, W, b, o = (model.get_param(n).astype(float) for n in ("E", "W", "b", "o"))
+
+    def u(t):
+        if not isinstance(t, Tree):
+            return np.tanh(b + E[vocab.get(t, WORD)])
+        pre = b + E[vocab.get(t.label(), UNKNOWN)]
+        for k, child in enumerate(t[:max_children]):
+            pre = pre + W[k] @ u(child)
+        return np.tanh(pre)
+
+    return float(o @ u(tree))
+
+
+def test_single_node_by_hand():
+    vocab = {"NP": 2}
+    model = network(vocab, width=3)
+    E, b, o = model.get_param("E"), model.get_param("b"), model.get_param("o")
+    dag = build_label_dag([["NP"]], vocab, 3)  # a bare label leaf
+    assert dag.labels.tolist() == [2] and dag.roots.tolist() == [0]
+    np.testing.assert_allclose(model.predict(dag), [o @ np.tanh(b + E[2])], rtol=1e-6)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(trees(), min_size=1, max_size=4), min_size=1, max_size=3),
+       st.integers(1, 3))
+def test_dag_equals_separate_trees_and_recursion(sets, max_children):
+    vocab = label_vocab(t for s in sets for t in s[:1])  # some labels unknown on purpose
+    model = network(vocab, max_children=max_children)
+    shared = build_label_dag(sets, vocab, max_children)
+    separate = build_label_dag(sets, vocab, max_children, share=False)
+    assert shared.n_nodes <= separate.n_nodes
+    u = model.predict(shared)
+    np.testing.assert_allclose(u, model.predict(separate), rtol=1e-5, atol=1e-7)
+    flat = [t for s in sets for t in s]
+    np.testing.assert_allclose(u, [reference_utility(model, t, vocab, max_children) for t in flat],
+                               rtol=1e-4, atol=1e-6)
+    assert shared.set_starts.tolist() == np.cumsum([0] + [len(s) for s in sets]).tolist()
+
+
+@pytest.mark.parametrize("loss", ["setwise", "pairwise"])
+def test_gradients_match_finite_differences(loss):
+    sets = [[Tree.fromstring("(S (NP (DT a) (NN b)) (VP (VB c)))"), Tree.fromstring("(S (NP (DT a)) (VP (VB c) (NP (NN b))))")],
+            [Tree.fromstring("(NP (NP (NN a)) (PP (IN b) (NP (NN c))))"), Tree.fromstring("(NP (NN a))"), "NP"]]
+    gold = [1, 0]
+    vocab = label_vocab(t for s in sets for t in s if isinstance(t, Tree))
+    model = network(vocab, width=3, max_children=2, dtype="float64")
+    dag = build_label_dag(sets, vocab, 2)
+
+    def objective():
+        return set_losses(model.predict(dag), dag.set_starts, gold, loss)[0]
+
+    scores, backprop = model.begin_update(dag)
+    backprop(set_losses(scores, dag.set_starts, gold, loss)[1])
+    for name in ("E", "W", "b", "o"):
+        param = model.get_param(name)
+        grad = model.get_grad(name).copy()
+        numeric = np.zeros_like(param)
+        for idx in np.ndindex(param.shape):
+            old = param[idx]
+            param[idx] = old + 1e-6
+            up = objective()
+            param[idx] = old - 1e-6
+            down = objective()
+            param[idx] = old
+            numeric[idx] = (up - down) / 2e-6
+        np.testing.assert_allclose(grad, numeric, rtol=1e-5, atol=1e-8, err_msg=name)
+
+
+def test_set_losses_by_hand():
+    scores = np.array([1.0, 0.0, 2.0, 5.0])
+    starts = np.array([0, 3, 4])
+    total, d = set_losses(scores, starts, [0, None], "setwise")
+    z = np.exp([1.0, 0.0, 2.0])
+    assert total == pytest.approx(-np.log(z[0] / z.sum()))
+    np.testing.assert_allclose(d, list(z / z.sum() - [1, 0, 0]) + [0.0])
+    total, d = set_losses(scores, starts, [0, None], "pairwise")
+    assert total == pytest.approx(np.log1p(np.exp(-1.0)) + np.log1p(np.exp(1.0)))
+    s1, s2 = 1 / (1 + np.exp(1.0)), 1 / (1 + np.exp(-1.0))
+    np.testing.assert_allclose(d, [-(s1 + s2), s1, s2, 0.0])
+
+
+def test_bad_input():
+    with pytest.raises(StructPrefError, match="loss must be"):
+        RecursiveNetLearner(loss="listwise")
+    with pytest.raises(StructPrefError, match="not trained"):
+        RecursiveNetLearner().utilities(["NP"])
+    with pytest.raises(StructPrefError, match="no preference set"):
+        RecursiveNetLearner().fit([[Tree.fromstring("(NP (NN a))")]], [0])
+    with pytest.raises(StructPrefError, match="width"):
+        RecursiveNet(width=0)
+    model = network({"NP": 2})
+    with pytest.raises(StructPrefError, match="outside the network's 3 labels"):
+        model.predict(build_label_dag([["VP"]], {"VP": 7}, 3))
+
+
+def test_learns_attachment():
+    inventory = CPInventory.from_trees(ptb_trees("train")[:300])
+
+    def sets(trees):
+        out = [s for t in trees for s in preference_sets(t, inventory)]
+        return [s.trees(reduced=True) for s in out], [s.gold for s in out]
+
+    (train, train_gold), (dev, dev_gold) = sets(ptb_trees("train")[:40]), sets(ptb_trees("dev")[:10])
+    learner = RecursiveNetLearner(epochs=4, optimizer=Adam(0.01), seed=0).fit(train, train_gold)
+    assert learner.losses[-1] < learner.losses[0]
+    L = loss_at_r([learner.utilities(c) for c in dev], dev_gold, r=(1, 5))
+    chance = np.mean([1 - 1 / len(c) if g is not None else 1 for c, g in zip(dev, dev_gold)])
+    assert L[1] < 0.6 * chance and L[5] < L[1]
