@@ -5,7 +5,7 @@ from spacy.training import Example
 
 import spacy_structpref.components.distro_tagger  # noqa: F401
 import spacy_structpref.components.forest_parser  # noqa: F401
-from spacy_structpref.components._io import MARKER, atomic_directory
+from spacy_structpref.saving import MARKER, atomic_directory
 from spacy_structpref.errors import StructPrefError
 from spacy_structpref.trees import parse_bracketed, tree_to_doc
 
@@ -25,9 +25,9 @@ def test_wrong_component_is_a_clear_error(tmp_path):
     nlp, tagger, parser = _trained()
     tagger.to_disk(tmp_path / "tagger")
     parser.to_disk(tmp_path / "parser")
-    with pytest.raises(StructPrefError, match="holds a saved distro_tagger component, not a forest_parser"):
+    with pytest.raises(StructPrefError, match="holds a saved distro_tagger, not a forest_parser"):
         parser.from_disk(tmp_path / "tagger")
-    with pytest.raises(StructPrefError, match="holds a saved forest_parser component, not a distro_tagger"):
+    with pytest.raises(StructPrefError, match="holds a saved forest_parser, not a distro_tagger"):
         tagger.from_disk(tmp_path / "parser")
     with pytest.raises(StructPrefError, match="does not hold a saved"):
         tagger.from_disk(tmp_path)

@@ -7,13 +7,14 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from nltk.tree import Tree
 
 from spacy_structpref.corpora import ptb_trees
 from spacy_structpref.errors import StructPrefError
 from spacy_structpref.incremental import CPInventory, preference_sets
 from spacy_structpref.kernels import gram
-from spacy_structpref.learners import (KernelPerceptron, LinearKernel, TreeKernel, gold_rank,
-                                       loss_at_r)
+from spacy_structpref.learners import (KernelPerceptron, LinearKernel, RecursiveNetLearner,
+                                       TreeKernel, gold_rank, loss_at_r)
 
 
 def primal_perceptron(sets, gold, loss, epochs, seed, w=None, w_sum=None, T=0):
@@ -142,3 +143,26 @@ def test_tree_kernel_perceptron_learns_attachment(attachment_sets, loss):
     coef = np.concatenate([learner._coefficients(chunk, True) for chunk in learner.chunks])
     K = gram(kernel.prepare(items), kernel.prepare(dev[0]), lam=0.4)
     np.testing.assert_allclose(utilities[0], coef @ K, rtol=1e-9, atol=1e-12)
+
+
+def test_save_and_load(attachment_sets, tmp_path):
+    (train, train_gold), (dev, _) = attachment_sets
+    learner = KernelPerceptron(TreeKernel(lam=0.3), epochs=1).fit(train[:200], train_gold[:200])
+    learner.to_disk(tmp_path / "vp")
+    loaded = KernelPerceptron.from_disk(tmp_path / "vp")
+    assert loaded.n_support == learner.n_support and loaded.kernel.lam == 0.3
+    for cands in dev[:20]:
+        np.testing.assert_allclose(loaded.utilities(cands), learner.utilities(cands), rtol=1e-12)
+    # a word that bracket strings would escape survives exactly
+    odd = [Tree.fromstring("(S (NP (NN x)) (VP (VB y)))"), Tree.fromstring("(S (NP (NN x)))")]
+    odd[0][0][0][0] = "("
+    KernelPerceptron(TreeKernel()).fit([odd], [0]).to_disk(tmp_path / "odd")
+    assert KernelPerceptron.from_disk(tmp_path / "odd").chunks[0].items[0].leaves()[0] == "("
+    linear = KernelPerceptron(LinearKernel(), loss="pairwise").fit([np.eye(3)], [1])
+    linear.to_disk(tmp_path / "linear")
+    np.testing.assert_allclose(KernelPerceptron.from_disk(tmp_path / "linear").utilities(np.eye(3)),
+                               linear.utilities(np.eye(3)))
+    with pytest.raises(StructPrefError, match="holds a saved KernelPerceptron, not a RecursiveNetLearner"):
+        RecursiveNetLearner.from_disk(tmp_path / "vp")
+    with pytest.raises(StructPrefError, match="does not hold a saved KernelPerceptron"):
+        KernelPerceptron.from_disk(tmp_path)

@@ -123,7 +123,7 @@ def test_bad_input():
         model.predict(build_label_dag([["VP"]], {"VP": 7}, 3))
 
 
-def test_learns_attachment():
+def test_learns_attachment(tmp_path):
     inventory = CPInventory.from_trees(ptb_trees("train")[:300])
 
     def sets(trees):
@@ -136,3 +136,11 @@ def test_learns_attachment():
     L = loss_at_r([learner.utilities(c) for c in dev], dev_gold, r=(1, 5))
     chance = np.mean([1 - 1 / len(c) if g is not None else 1 for c, g in zip(dev, dev_gold)])
     assert L[1] < 0.6 * chance and L[5] < L[1]
+    learner.to_disk(tmp_path / "rnn")
+    loaded = RecursiveNetLearner.from_disk(tmp_path / "rnn")
+    assert loaded.vocab == learner.vocab and loaded.losses == pytest.approx(learner.losses)
+    for cands in dev[:20]:
+        np.testing.assert_allclose(loaded.utilities(cands), learner.utilities(cands), rtol=1e-6)
+    with pytest.raises(StructPrefError, match="nothing to save"):
+        RecursiveNetLearner().to_disk(tmp_path / "untrained")
+    assert not (tmp_path / "untrained").exists()

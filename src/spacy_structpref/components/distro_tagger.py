@@ -20,7 +20,7 @@ from spacy.tokens import Doc
 from spacy.training import Example, validate_examples, validate_get_examples
 from thinc.api import Config, Model, set_dropout_rate
 
-from ._io import atomic_directory, check_saved
+from ..saving import atomic_directory, check_saved
 
 # Registers the architectures named in the default config (pure Python; the
 # compiled Viterbi is imported on first use).

@@ -13,7 +13,7 @@ from spacy.language import Language
 from spacy.pipeline import Pipe
 from spacy.training import Example
 
-from ._io import atomic_directory, check_saved
+from ..saving import atomic_directory, check_saved
 
 FALLBACK_KEY = "forest_parser_fallback"  # doc.user_data flag: the grammar could not parse this Doc
 

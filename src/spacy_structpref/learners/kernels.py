@@ -1,12 +1,16 @@
 """Kernels as the learners use them: ``prepare`` converts a list of items
 once (trees are packed, self-kernels cached), ``block`` gives the matrix of
-kernel values between two prepared lists."""
+kernel values between two prepared lists; ``to_dict``/:func:`kernel_from_dict`
+and ``encode``/``decode`` (items as msgpack-ready data) let a learner save
+its support."""
 from typing import Optional
 
 import numpy as np
+from nltk.tree import Tree
 
+from ..errors import StructPrefError
 from ..kernels import TreeBatch, gram
-from ..kernels.inputs import check_lambda, check_sigma
+from ..kernels.inputs import check_lambda, check_sigma, tree_list
 from ..trees.arrays import SymbolTable
 
 
@@ -29,6 +33,17 @@ class TreeKernel:
         return gram(a, b, lam=self.lam, sigma=self.sigma, normalize=self.normalize,
                     n_threads=self.n_threads, progress=False)
 
+    def to_dict(self) -> dict:
+        return {"kind": "tree", "lam": self.lam, "sigma": self.sigma,
+                "normalize": self.normalize, "n_threads": self.n_threads}
+
+    def encode(self, items) -> list:
+        """Trees as nested ``[label, child, ...]`` lists (words exact, not escaped)."""
+        return [_nested(t.to_tree()) for t in tree_list(items, self.symbols)]
+
+    def decode(self, data: list) -> list:
+        return [_from_nested(x) for x in data]
+
 
 class LinearKernel:
     """Dot products of explicit feature vectors (rows)."""
@@ -38,3 +53,29 @@ class LinearKernel:
 
     def block(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return a @ b.T
+
+    def to_dict(self) -> dict:
+        return {"kind": "linear"}
+
+    def encode(self, items) -> list:
+        return np.asarray(items, dtype=float).tolist()
+
+    def decode(self, data: list) -> list:
+        return [np.asarray(x, dtype=float) for x in data]
+
+
+def kernel_from_dict(data: dict):
+    kind = data.get("kind")
+    if kind == "tree":
+        return TreeKernel(data["lam"], data["sigma"], data["normalize"], data["n_threads"])
+    if kind == "linear":
+        return LinearKernel()
+    raise StructPrefError(f"unknown learner kernel {kind!r} (expected 'tree' or 'linear')")
+
+
+def _nested(tree: Tree) -> list:
+    return [tree.label()] + [_nested(k) if isinstance(k, Tree) else k for k in tree]
+
+
+def _from_nested(data: list) -> Tree:
+    return Tree(data[0], [_from_nested(k) if isinstance(k, list) else k for k in data[1:]])

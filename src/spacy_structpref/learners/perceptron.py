@@ -23,9 +23,12 @@ import random
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
+import srsly
 
 from ..errors import StructPrefError
+from ..saving import atomic_directory, check_saved
 from .base import PreferenceLearner, teaching_sets
+from .kernels import kernel_from_dict
 
 LOSSES = ("pairwise", "setwise")
 
@@ -169,3 +172,34 @@ class KernelPerceptron(PreferenceLearner):
         if not candidates:
             return np.zeros(0)
         return self._utilities(self.kernel.prepare(candidates), len(candidates), self.average)
+
+    # -- saving ---------------------------------------------------------------
+    def to_disk(self, path) -> None:
+        """Save kernel settings, support items and coefficients (atomically)."""
+        self._compact()
+        chunk = self.chunks[0] if self.chunks else None
+        data = {"kernel": self.kernel.to_dict(), "loss": self.loss, "epochs": self.epochs,
+                "average": self.average, "seed": self.seed, "n_fits": self.n_fits,
+                "n_examples": self.n_examples, "n_updates": self.n_updates,
+                "items": self.kernel.encode(chunk.items) if chunk else [],
+                "keys": [list(k) for k in chunk.keys] if chunk else [],
+                "alpha": chunk.alpha.tolist() if chunk else [],
+                "tau": chunk.tau.tolist() if chunk else []}
+        with atomic_directory(path, type(self).__name__) as tmp:
+            srsly.write_msgpack(tmp / "perceptron.msgpack", data)
+
+    @classmethod
+    def from_disk(cls, path) -> "KernelPerceptron":
+        data = srsly.read_msgpack(check_saved(path, cls.__name__) / "perceptron.msgpack")
+        kernel = kernel_from_dict(data["kernel"])
+        learner = cls(kernel, loss=data["loss"], epochs=data["epochs"], average=data["average"],
+                      seed=data["seed"])
+        learner.n_fits, learner.n_examples = data["n_fits"], data["n_examples"]
+        learner.n_updates = data["n_updates"]
+        if data["items"]:
+            keys = [tuple(k) for k in data["keys"]]
+            chunk = _Chunk(kernel, kernel.decode(data["items"]), keys)
+            chunk.alpha[:], chunk.tau[:] = data["alpha"], data["tau"]
+            learner.chunks = [chunk]
+            learner._where = {key: (0, i) for i, key in enumerate(keys)}
+        return learner

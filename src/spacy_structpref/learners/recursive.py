@@ -9,9 +9,11 @@ import random
 from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
+import srsly
 from thinc.api import Adam, Optimizer
 
 from ..errors import StructPrefError
+from ..saving import atomic_directory, check_saved
 from ..models.recursive import RecursiveNet, build_label_dag, label_vocab
 from .base import PreferenceLearner, teaching_sets
 
@@ -97,7 +99,7 @@ class RecursiveNetLearner(PreferenceLearner):
                 backprop(d_scores / len(batch))
                 self.model.finish_update(self.optimizer)
                 total += loss
-            self.losses.append(total / max(len(order), 1))
+            self.losses.append(float(total / max(len(order), 1)))
         return self
 
     def utilities(self, candidates: Sequence) -> np.ndarray:
@@ -109,3 +111,30 @@ class RecursiveNetLearner(PreferenceLearner):
             return np.zeros(0)
         with self.model.use_params(self.optimizer.averages or {}):
             return np.asarray(self.model.predict(self._dag([candidates])), dtype=np.float64)
+
+    # -- saving ---------------------------------------------------------------
+    def to_disk(self, path) -> None:
+        """Save settings, label vocabulary and the (averaged) network, atomically.
+        A loaded learner predicts the same; further training starts a fresh optimizer."""
+        if self.model is None:
+            raise StructPrefError("the recursive net is not trained yet: nothing to save")
+        settings = {"width": self.width, "max_children": self.max_children, "loss": self.loss,
+                    "epochs": self.epochs, "batch_size": self.batch_size, "seed": self.seed,
+                    "vocab": self.vocab, "losses": self.losses}
+        with self.model.use_params(self.optimizer.averages or {}):
+            weights = self.model.to_bytes()
+        with atomic_directory(path, type(self).__name__) as tmp:
+            srsly.write_json(tmp / "learner.json", settings)
+            (tmp / "model.bin").write_bytes(weights)
+
+    @classmethod
+    def from_disk(cls, path) -> "RecursiveNetLearner":
+        path = check_saved(path, cls.__name__)
+        settings = srsly.read_json(path / "learner.json")
+        vocab, losses = settings.pop("vocab"), settings.pop("losses")
+        learner = cls(**settings)
+        learner.vocab, learner.losses = vocab, losses
+        learner.model = RecursiveNet(learner.width, learner.max_children, len(vocab) + 2,
+                                     seed=learner.seed).initialize()
+        learner.model.from_bytes((path / "model.bin").read_bytes())
+        return learner

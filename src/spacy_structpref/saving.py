@@ -1,7 +1,8 @@
-"""Saving components safely: a save is written to a temporary sibling
-directory and moved into place, so an interrupted save never leaves a
-half-written component; a marker file names the factory, so loading a saved
-component into the wrong one fails with a clear error."""
+"""Saving safely (pipeline components and learners): a save is written to a
+temporary sibling directory and moved into place, so an interrupted save
+never leaves a half-written model; a marker file names what was saved (the
+component factory or learner class), so loading it into the wrong thing fails
+with a clear error."""
 import os
 import shutil
 import tempfile
@@ -12,7 +13,7 @@ from typing import Iterator
 import srsly
 from spacy.util import ensure_path
 
-from ..errors import StructPrefError
+from .errors import StructPrefError
 
 MARKER = "structpref_component.json"
 
@@ -39,13 +40,13 @@ def atomic_directory(path, factory: str) -> Iterator[Path]:
 
 
 def check_saved(path, factory: str) -> Path:
-    """Raise a clear error unless ``path`` holds a saved ``factory`` component."""
+    """Raise a clear error unless ``path`` holds a saved ``factory``."""
     path = ensure_path(path)
     marker = path / MARKER
     if not marker.exists():
-        raise StructPrefError(f"{path} does not hold a saved {factory} component (no {MARKER})")
+        raise StructPrefError(f"{path} does not hold a saved {factory} (no {MARKER})")
     saved = srsly.read_json(marker).get("factory")
     if saved != factory:
-        raise StructPrefError(f"{path} holds a saved {saved} component, not a {factory}: "
-                              "it was loaded into the wrong pipeline component")
+        raise StructPrefError(f"{path} holds a saved {saved}, not a {factory}: it was loaded "
+                              "into the wrong pipeline component or learner")
     return path
