@@ -1,11 +1,20 @@
-"""What every preference learner shares: checking training sets, the sets
-that can teach, and prediction from per-set utilities."""
+"""What every preference learner shares: checking settings and training sets,
+the sets that can teach, and prediction from per-set utilities."""
 from abc import ABC, abstractmethod
 from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from ..errors import StructPrefError
+
+LOSSES = ("setwise", "pairwise")
+
+
+def check_training_settings(loss: str, epochs: int) -> None:
+    if loss not in LOSSES:
+        raise StructPrefError(f"loss must be one of {', '.join(LOSSES)}, got {loss!r}")
+    if epochs < 1:
+        raise StructPrefError(f"epochs must be >= 1, got {epochs}")
 
 
 def teaching_sets(sets: Sequence[Sequence], gold: Sequence[Optional[int]]

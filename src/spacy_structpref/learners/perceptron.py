@@ -25,20 +25,16 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 import srsly
 
-from ..errors import StructPrefError
 from ..saving import atomic_directory, check_saved
-from .base import PreferenceLearner, teaching_sets
+from .base import PreferenceLearner, check_training_settings, teaching_sets
 from .kernels import kernel_from_dict
 
-LOSSES = ("pairwise", "setwise")
-
-
 class _Chunk:
-    def __init__(self, kernel, items: list, keys: list):
+    def __init__(self, kernel, items: list, keys: list, alpha, tau):
         self.items, self.keys = items, keys
         self.prepared = kernel.prepare(items)
-        self.alpha = np.zeros(len(items))  # Σ c over the supports using the item
-        self.tau = np.zeros(len(items))    # Σ c · t_s
+        self.alpha = np.asarray(alpha, dtype=float)  # Σ c over the supports using the item
+        self.tau = np.asarray(tau, dtype=float)      # Σ c · t_s
 
 
 class KernelPerceptron(PreferenceLearner):
@@ -47,10 +43,7 @@ class KernelPerceptron(PreferenceLearner):
 
     def __init__(self, kernel, loss: str = "setwise", epochs: int = 1, average: bool = True,
                  seed: int = 0, progress: Optional[bool] = None):
-        if loss not in LOSSES:
-            raise StructPrefError(f"loss must be one of {', '.join(LOSSES)}, got {loss!r}")
-        if epochs < 1:
-            raise StructPrefError(f"epochs must be >= 1, got {epochs}")
+        check_training_settings(loss, epochs)
         self.kernel, self.loss, self.epochs = kernel, loss, epochs
         self.average, self.seed, self.progress = average, seed, progress
         self.chunks: List[_Chunk] = []
@@ -81,32 +74,31 @@ class KernelPerceptron(PreferenceLearner):
         if not self._pending:
             return
         keys = list(self._pending)
-        chunk = _Chunk(self.kernel, [self._pending[k][0] for k in keys], keys)
-        chunk.alpha[:] = [self._pending[k][1] for k in keys]
-        chunk.tau[:] = [self._pending[k][2] for k in keys]
+        items, alpha, tau = zip(*(self._pending[k] for k in keys))
         self._pending = {}
-        self.chunks.append(chunk)
+        self.chunks.append(_Chunk(self.kernel, list(items), keys, alpha, tau))
         while len(self.chunks) > 1 and len(self.chunks[-2].items) <= len(self.chunks[-1].items):
-            chunk = self._merge(2)
-        last = len(self.chunks) - 1
-        self._where.update((key, (last, i)) for i, key in enumerate(chunk.keys))
+            self._merge(2)
+        self._index_last()
 
-    def _merge(self, n: int) -> _Chunk:
-        """Replace the last ``n`` chunks by one."""
+    def _merge(self, n: int) -> None:
+        """Replace the last ``n`` chunks by one (its keys still to be indexed)."""
         parts, self.chunks = self.chunks[-n:], self.chunks[:-n]
-        chunk = _Chunk(self.kernel, [x for c in parts for x in c.items],
-                       [k for c in parts for k in c.keys])
-        chunk.alpha = np.concatenate([c.alpha for c in parts])
-        chunk.tau = np.concatenate([c.tau for c in parts])
-        self.chunks.append(chunk)
-        return chunk
+        self.chunks.append(_Chunk(self.kernel, [x for c in parts for x in c.items],
+                                  [k for c in parts for k in c.keys],
+                                  np.concatenate([c.alpha for c in parts]),
+                                  np.concatenate([c.tau for c in parts])))
+
+    def _index_last(self) -> None:
+        last = len(self.chunks) - 1
+        self._where.update((key, (last, i)) for i, key in enumerate(self.chunks[last].keys))
 
     def _compact(self) -> None:
         """One chunk for the whole pool: prediction then takes one kernel block."""
         self._flush()
         if len(self.chunks) > 1:
-            chunk = self._merge(len(self.chunks))
-            self._where = {key: (0, i) for i, key in enumerate(chunk.keys)}
+            self._merge(len(self.chunks))
+            self._index_last()
 
     def _coefficients(self, chunk: _Chunk, averaged: bool) -> np.ndarray:
         if not averaged:
@@ -197,9 +189,7 @@ class KernelPerceptron(PreferenceLearner):
         learner.n_fits, learner.n_examples = data["n_fits"], data["n_examples"]
         learner.n_updates = data["n_updates"]
         if data["items"]:
-            keys = [tuple(k) for k in data["keys"]]
-            chunk = _Chunk(kernel, kernel.decode(data["items"]), keys)
-            chunk.alpha[:], chunk.tau[:] = data["alpha"], data["tau"]
-            learner.chunks = [chunk]
-            learner._where = {key: (0, i) for i, key in enumerate(keys)}
+            learner.chunks = [_Chunk(kernel, kernel.decode(data["items"]),
+                                     [tuple(k) for k in data["keys"]], data["alpha"], data["tau"])]
+            learner._index_last()
         return learner
