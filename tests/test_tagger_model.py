@@ -125,6 +125,17 @@ def test_init_of_A(docs):
         DistroTagger(fixed_features(4), rank=0)
 
 
+def test_unset_rank_is_one_per_label(docs):
+    model = DistroTagger(SparseFeatures(n_rows=64), nO=7)
+    model.initialize(X=docs)
+    assert model.get_dim("nA") == 7 and model.layers[0].get_dim("nO") == 7
+    numpy.testing.assert_array_equal(model.get_param("A"), numpy.eye(7))
+    model.attrs["update_A"] = True  # unlike onehot, A is learned
+    scores, backprop = model.begin_update(docs)
+    backprop((numpy.ones_like(scores.emissions), numpy.ones((7, 7), "f"), numpy.ones(7, "f")))
+    assert model.has_grad("A")
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.integers(2, 6), st.integers(2, 8), st.floats(0.0, 3.0), st.integers(0, 10_000))
 def test_prox_step_against_svd_reference(d, M, threshold, seed):

@@ -30,7 +30,7 @@ from ..models import sparse_features as _sparse  # noqa: F401
 DEFAULT_MODEL_CONFIG = """
 [model]
 @architectures = "spacy_structpref.DistroTagger.v1"
-rank = 20
+rank = null
 onehot = false
 
 [model.tok2vec]

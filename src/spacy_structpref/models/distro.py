@@ -44,13 +44,15 @@ class DistroScores:
 
 
 @registry.architectures("spacy_structpref.DistroTagger.v1")
-def DistroTagger(tok2vec: Model[List[Doc], List[Floats2d]], rank: int = 20,
+def DistroTagger(tok2vec: Model[List[Doc], List[Floats2d]], rank: Optional[int] = None,
                  onehot: bool = False, nO: Optional[int] = None,
                  seed: int = 0) -> Model[List[Doc], DistroScores]:
-    """DISTRO over any feature layer. ``rank`` is d; ``onehot = true`` gives the
-    structured SVM baseline (A = I, d = number of labels, A never updated)."""
-    if rank < 1:
-        raise ValueError(f"rank must be >= 1, got {rank}")
+    """DISTRO over any feature layer. ``rank`` is d; unset (null), d is the
+    number of labels, so A starts one-hot and only the nuclear norm lowers its
+    rank, whatever the tag set. ``onehot = true`` gives the structured SVM
+    baseline (A = I, d = number of labels, A never updated)."""
+    if rank is not None and rank < 1:
+        raise ValueError(f"rank must be >= 1 or null (one per label), got {rank}")
     # a bare sparse embedder of unset width is the linear model over indicators itself
     project = not (tok2vec.name == "sparse_features" and tok2vec.has_dim("nO") is None)
     return Model(
@@ -64,7 +66,8 @@ def DistroTagger(tok2vec: Model[List[Doc], List[Floats2d]], rank: int = 20,
 
 def label_rank(model: Model) -> int:
     """d for a model with nO labels."""
-    return model.get_dim("nO") if model.attrs["onehot"] else model.attrs["rank"]
+    rank = model.attrs["rank"]
+    return model.get_dim("nO") if model.attrs["onehot"] or rank is None else rank
 
 
 def _init(model: Model, X=None, Y=None) -> Model:
