@@ -31,7 +31,6 @@ def main():
     parser.add_argument("--lam", type=float, default=0.4)
     parser.add_argument("--learner", default="vp", choices=["vp", "rnn"])
     parser.add_argument("--epochs", type=int, default=None, help="default: 1 (vp), 12 (rnn)")
-    parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
     reduced = not args.full_trees
 
@@ -55,7 +54,7 @@ def main():
         subset = train[k * args.size:(k + 1) * args.size]
         sets = [s for t in subset for s in preference_sets(t, inventory)]
         if args.learner == "vp":
-            learner = KernelPerceptron(TreeKernel(args.lam, n_threads=args.threads), loss=args.loss,
+            learner = KernelPerceptron(TreeKernel(args.lam), loss=args.loss,
                                        epochs=args.epochs or 1, seed=k)
         else:
             learner = RecursiveNetLearner(loss=args.loss, epochs=args.epochs or 12, seed=k)

@@ -39,6 +39,18 @@ def test_dag_block_equals_gram(set1, set2, lam, sigma):
     assert d1.n_dag_nodes <= d1.n_tree_nodes
 
 
+@settings(max_examples=60, deadline=None)
+@given(candidate_sets(), candidate_sets(), st.sampled_from([0.4, 1.0]), st.sampled_from([0, 1]),
+       st.booleans(), st.integers(0, 2**32 - 1))
+def test_weighted_sums_equal_weights_times_gram(set1, set2, lam, sigma, normalize, seed):
+    symbols = SymbolTable()
+    a, b = trees_to_arrays(set1, symbols), trees_to_arrays(set2, symbols)
+    w = np.random.default_rng(seed).normal(size=len(a))
+    sums = TreeSetDAG(a).weighted_sums(w, TreeSetDAG(b), lam=lam, sigma=sigma, normalize=normalize)
+    expected = w @ gram(a, b, lam=lam, sigma=sigma, normalize=normalize, n_threads=1)
+    np.testing.assert_allclose(sums, expected, rtol=1e-10, atol=1e-10 * np.abs(expected).max())
+
+
 def test_sharing_is_counted_once():
     t = Tree.fromstring("(S (NP (DT the) (NN dog)) (VP (VB runs) (NP (DT the) (NN dog))))")
     dag = TreeSetDAG([t, t.copy(deep=True)])
@@ -57,6 +69,10 @@ def test_dag_errors():
     x, y = TreeSetDAG(["(S (A a))"]), TreeSetDAG(["(S (A a))"])
     with pytest.raises(StructPrefError, match="mismatched vocabularies"):
         x.kernel_block(y)
+    with pytest.raises(StructPrefError, match="mismatched vocabularies"):
+        x.weighted_sums([1.0], y)
+    with pytest.raises(StructPrefError, match="weights of shape"):
+        x.weighted_sums([1.0, 2.0], TreeSetDAG(["(S (A a))"], x.symbols))
     with pytest.raises(StructPrefError, match="λ"):
         x.kernel_block(lam=0)
     assert TreeSetDAG([], symbols=x.symbols).kernel_block(x).shape == (0, 1)

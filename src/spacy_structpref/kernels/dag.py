@@ -127,6 +127,37 @@ class TreeSetDAG:
             K /= np.sqrt(np.outer(self.self_kernels(lam, sigma), other.self_kernels(lam, sigma)))
         return (K, n_pairs) if return_pairs else K
 
+    def weighted_sums(self, weights, other: "TreeSetDAG", lam: float = 0.4, sigma: float = 1,
+                      normalize: bool = False) -> np.ndarray:
+        """``Σ_a weights[a] K(a, b)`` for every tree b of ``other``: a learner's
+        utilities over its support trees in one pass. The weights are folded
+        into the DAG nodes (a distinct subtree weighs Σ weight × occurrences
+        over the trees holding it), so the cost grows with the distinct
+        subtrees of this set, not with its number of trees."""
+        lam, sigma = check_lambda(lam), check_sigma(sigma)
+        if other.symbols is not self.symbols:
+            raise StructPrefError("mismatched vocabularies: the two tree sets use different SymbolTables")
+        weights = np.asarray(weights, dtype=float)
+        if weights.shape != (len(self),):
+            raise StructPrefError(f"{len(self)} trees but weights of shape {weights.shape}")
+        if not len(self) or not len(other):
+            return np.zeros(len(other))
+        if normalize:
+            weights = weights / np.sqrt(self.self_kernels(lam, sigma))
+        packed = self._dag_packed()
+        off, tree_of, cnt = self._by_node
+        n = self.n_dag_nodes
+        node_weight = np.bincount(np.repeat(np.arange(n), np.diff(off)), cnt * weights[tree_of],
+                                  minlength=n)
+        # ``other`` as the rows, this set collapsed into one weighted column
+        K, _ = _kernels.dag_block(other._dag_packed(), packed, *other._by_node,
+                                  np.arange(n + 1, dtype=INT), np.zeros(n, dtype=INT), node_weight,
+                                  len(other), 1, lam, sigma)
+        sums = K[:, 0]
+        if normalize:
+            sums /= np.sqrt(other.self_kernels(lam, sigma))
+        return sums
+
 
 def _offsets(sorted_keys: np.ndarray, n: int) -> np.ndarray:
     return np.searchsorted(sorted_keys, np.arange(n + 1)).astype(INT)

@@ -1,15 +1,17 @@
 """Kernels as the learners use them: ``prepare`` converts a list of items
-once (trees are packed, self-kernels cached), ``block`` gives the matrix of
-kernel values between two prepared lists; ``to_dict``/:func:`kernel_from_dict`
-and ``encode``/``decode`` (items as msgpack-ready data) let a learner save
-its support."""
+once (trees are hash-consed into a DAG, self-kernels cached), ``join``
+concatenates prepared lists, ``block`` gives the matrix of kernel values
+between two prepared lists and ``weighted_sum`` the vector
+``Σ_i w_i K(a_i, b_j)`` (a learner's utilities over its support);
+``to_dict``/:func:`kernel_from_dict` and ``encode``/``decode`` (items as
+msgpack-ready data) let a learner save its support."""
 from typing import Optional
 
 import numpy as np
 from nltk.tree import Tree
 
 from ..errors import StructPrefError
-from ..kernels import TreeBatch, gram
+from ..kernels import TreeSetDAG
 from ..kernels.inputs import check_lambda, check_sigma, tree_list
 from ..trees.arrays import SymbolTable
 
@@ -17,25 +19,32 @@ from ..trees.arrays import SymbolTable
 class TreeKernel:
     """Subset-tree (``sigma = 1``) or subtree (``sigma = 0``) kernel with decay
     ``lam``, cosine-normalised when ``normalize``; items are anything the
-    kernels accept (nltk Trees, bracket strings, Docs, TreeArrays)."""
+    kernels accept (nltk Trees, bracket strings, Docs, TreeArrays). Prepared
+    lists are :class:`~spacy_structpref.kernels.TreeSetDAG` objects: Δ is
+    computed once per pair of distinct subtrees, and a support set's weights
+    are folded into its DAG nodes, so utilities cost what the distinct
+    subtrees cost, however many support trees share them."""
 
     def __init__(self, lam: float = 0.4, sigma: float = 1, normalize: bool = True,
-                 n_threads: int = 1, symbols: Optional[SymbolTable] = None):
+                 symbols: Optional[SymbolTable] = None):
         self.lam, self.sigma = check_lambda(lam), check_sigma(sigma)
         self.normalize = normalize
-        self.n_threads = n_threads
         self.symbols = symbols if symbols is not None else SymbolTable()
 
-    def prepare(self, items) -> TreeBatch:
-        return items if isinstance(items, TreeBatch) else TreeBatch(items, self.symbols)
+    def prepare(self, items) -> TreeSetDAG:
+        return items if isinstance(items, TreeSetDAG) else TreeSetDAG(items, self.symbols)
 
-    def block(self, a: TreeBatch, b: TreeBatch) -> np.ndarray:
-        return gram(a, b, lam=self.lam, sigma=self.sigma, normalize=self.normalize,
-                    n_threads=self.n_threads, progress=False)
+    def join(self, parts) -> TreeSetDAG:
+        return TreeSetDAG([t for p in parts for t in p.trees], self.symbols)
+
+    def block(self, a: TreeSetDAG, b: TreeSetDAG) -> np.ndarray:
+        return a.kernel_block(b, self.lam, self.sigma, self.normalize)
+
+    def weighted_sum(self, a: TreeSetDAG, weights, b: TreeSetDAG) -> np.ndarray:
+        return a.weighted_sums(weights, b, self.lam, self.sigma, self.normalize)
 
     def to_dict(self) -> dict:
-        return {"kind": "tree", "lam": self.lam, "sigma": self.sigma,
-                "normalize": self.normalize, "n_threads": self.n_threads}
+        return {"kind": "tree", "lam": self.lam, "sigma": self.sigma, "normalize": self.normalize}
 
     def encode(self, items) -> list:
         """Trees as nested ``[label, child, ...]`` lists (words exact, not escaped)."""
@@ -51,8 +60,14 @@ class LinearKernel:
     def prepare(self, items) -> np.ndarray:
         return np.atleast_2d(np.asarray(items, dtype=float))
 
+    def join(self, parts) -> np.ndarray:
+        return np.vstack(parts)
+
     def block(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return a @ b.T
+
+    def weighted_sum(self, a: np.ndarray, weights, b: np.ndarray) -> np.ndarray:
+        return (np.asarray(weights, dtype=float) @ a) @ b.T
 
     def to_dict(self) -> dict:
         return {"kind": "linear"}
@@ -67,7 +82,7 @@ class LinearKernel:
 def kernel_from_dict(data: dict):
     kind = data.get("kind")
     if kind == "tree":
-        return TreeKernel(data["lam"], data["sigma"], data["normalize"], data["n_threads"])
+        return TreeKernel(data["lam"], data["sigma"], data["normalize"])
     if kind == "linear":
         return LinearKernel()
     raise StructPrefError(f"unknown learner kernel {kind!r} (expected 'tree' or 'linear')")

@@ -6,17 +6,27 @@ import numpy as np
 
 from ..errors import StructPrefError
 
+# Utilities closer than this (relative) count as tied: mathematically equal
+# utilities (e.g. two candidates with the same multiset of subtrees) then tie
+# whatever order a kernel summed them in.
+TIE_TOLERANCE = 1e-9
+
+
+def at_least(u, reference: float):
+    """``u >= reference`` up to :data:`TIE_TOLERANCE` (elementwise for arrays)."""
+    return u >= reference - TIE_TOLERANCE * (1.0 + abs(reference))
+
 
 def gold_rank(utilities: Sequence[float], gold: Optional[int]) -> float:
-    """1-based rank of the gold candidate, counting ties against it (a set
-    whose candidates all score the same ranks its gold last); ``inf`` when the
-    set has no gold candidate."""
+    """1-based rank of the gold candidate, counting ties (up to
+    :data:`TIE_TOLERANCE`) against it (a set whose candidates all score the
+    same ranks its gold last); ``inf`` when the set has no gold candidate."""
     if gold is None:
         return float("inf")
     u = np.asarray(utilities, dtype=float)
     if not 0 <= gold < len(u):
         raise StructPrefError(f"gold index {gold} is outside a set of {len(u)} candidates")
-    return float(np.count_nonzero(u >= u[gold]))
+    return float(np.count_nonzero(at_least(u, u[gold])))
 
 
 def loss_at_r(utilities: Iterable[Sequence[float]], gold: Iterable[Optional[int]],

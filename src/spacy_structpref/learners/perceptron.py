@@ -6,7 +6,9 @@ Each update adds a support pair ``(x_best, x_wrong)``; the utility is
 so ties are rare. *Pairwise*: every wrong candidate of a set is a training
 pair against the best, taken in turn (scores are updated after each
 mistake). *Setwise*: one update per set, against the highest-scoring wrong
-candidate. A tie counts as a mistake, so the first set always teaches.
+candidate (the first of several tied). A tie counts as a mistake, so the
+first set always teaches; ties are judged up to ``metrics.TIE_TOLERANCE``, so
+that training does not depend on the order a kernel sums in.
 
 Prediction uses the averaged perceptron, the deterministic form of the vote:
 every intermediate hypothesis weighted by the number of examples it survived,
@@ -28,18 +30,18 @@ import srsly
 from ..saving import atomic_directory, check_saved
 from .base import PreferenceLearner, check_training_settings, teaching_sets
 from .kernels import kernel_from_dict
+from .metrics import at_least
 
 class _Chunk:
-    def __init__(self, kernel, items: list, keys: list, alpha, tau):
-        self.items, self.keys = items, keys
-        self.prepared = kernel.prepare(items)
+    def __init__(self, items: list, prepared, keys: list, alpha, tau):
+        self.items, self.prepared, self.keys = items, prepared, keys
         self.alpha = np.asarray(alpha, dtype=float)  # Σ c over the supports using the item
         self.tau = np.asarray(tau, dtype=float)      # Σ c · t_s
 
 
 class KernelPerceptron(PreferenceLearner):
     """Dual perceptron over preference sets with any learner kernel (an object
-    with ``prepare(items)`` and ``block(a, b)``, see :mod:`.kernels`)."""
+    with ``prepare``, ``join``, ``block`` and ``weighted_sum``, see :mod:`.kernels`)."""
 
     def __init__(self, kernel, loss: str = "setwise", epochs: int = 1, average: bool = True,
                  seed: int = 0, progress: Optional[bool] = None):
@@ -76,7 +78,7 @@ class KernelPerceptron(PreferenceLearner):
         keys = list(self._pending)
         items, alpha, tau = zip(*(self._pending[k] for k in keys))
         self._pending = {}
-        self.chunks.append(_Chunk(self.kernel, list(items), keys, alpha, tau))
+        self.chunks.append(_Chunk(list(items), self.kernel.prepare(list(items)), keys, alpha, tau))
         while len(self.chunks) > 1 and len(self.chunks[-2].items) <= len(self.chunks[-1].items):
             self._merge(2)
         self._index_last()
@@ -84,7 +86,8 @@ class KernelPerceptron(PreferenceLearner):
     def _merge(self, n: int) -> None:
         """Replace the last ``n`` chunks by one (its keys still to be indexed)."""
         parts, self.chunks = self.chunks[-n:], self.chunks[:-n]
-        self.chunks.append(_Chunk(self.kernel, [x for c in parts for x in c.items],
+        self.chunks.append(_Chunk([x for c in parts for x in c.items],
+                                  self.kernel.join([c.prepared for c in parts]),
                                   [k for c in parts for k in c.keys],
                                   np.concatenate([c.alpha for c in parts]),
                                   np.concatenate([c.tau for c in parts])))
@@ -110,7 +113,8 @@ class KernelPerceptron(PreferenceLearner):
         self._flush()
         u = np.zeros(n)
         for chunk in self.chunks:
-            u += self._coefficients(chunk, averaged) @ self.kernel.block(chunk.prepared, prepared)
+            u += self.kernel.weighted_sum(chunk.prepared, self._coefficients(chunk, averaged),
+                                          prepared)
         return u
 
     # -- learning -------------------------------------------------------------
@@ -139,14 +143,15 @@ class KernelPerceptron(PreferenceLearner):
         wrong = [j for j in range(len(cands)) if j != g]
         if self.loss == "setwise":
             self.n_examples += 1
-            j = max(wrong, key=lambda k: u[k])
-            if u[j] >= u[g]:
+            top = max(u[k] for k in wrong)
+            j = next(k for k in wrong if at_least(u[k], top))  # the first of tied best
+            if at_least(u[j], u[g]):
                 self._update(set_id, cands, g, j)
             return
         K = None  # the set's own block, needed only once a mistake changes its scores
         for j in wrong:
             self.n_examples += 1
-            if u[j] >= u[g]:
+            if at_least(u[j], u[g]):
                 self._update(set_id, cands, g, j)
                 if K is None:
                     K = self.kernel.block(prepared, prepared)
@@ -189,7 +194,8 @@ class KernelPerceptron(PreferenceLearner):
         learner.n_fits, learner.n_examples = data["n_fits"], data["n_examples"]
         learner.n_updates = data["n_updates"]
         if data["items"]:
-            learner.chunks = [_Chunk(kernel, kernel.decode(data["items"]),
-                                     [tuple(k) for k in data["keys"]], data["alpha"], data["tau"])]
+            items = kernel.decode(data["items"])
+            learner.chunks = [_Chunk(items, kernel.prepare(items), [tuple(k) for k in data["keys"]],
+                                     data["alpha"], data["tau"])]
             learner._index_last()
         return learner
