@@ -54,15 +54,21 @@ def main():
         subset = train[k * args.size:(k + 1) * args.size]
         sets = [s for t in subset for s in preference_sets(t, inventory)]
         if args.learner == "vp":
-            learner = KernelPerceptron(TreeKernel(args.lam), loss=args.loss,
-                                       epochs=args.epochs or 1, seed=k)
+            kernel = TreeKernel(args.lam)
+            learner = KernelPerceptron(kernel, loss=args.loss, epochs=args.epochs or 1, seed=k)
+
+            def candidates(s):  # straight into the kernel's DAG, no trees per candidate
+                return s.dag(kernel.symbols, reduced)
         else:
             learner = RecursiveNetLearner(loss=args.loss, epochs=args.epochs or 12, seed=k)
+
+            def candidates(s):
+                return s.trees(reduced)
         t0 = time.perf_counter()
-        learner.fit([s.trees(reduced) for s in sets], [s.gold for s in sets])
+        learner.fit([candidates(s) for s in sets], [s.gold for s in sets])
         t1 = time.perf_counter()
-        # candidate trees are built set by set: all at once they take gigabytes
-        L = loss_at_r([learner.utilities(s.trees(reduced)) for s in evaluation], eval_gold, R)
+        # candidates are built set by set: all the trees at once take gigabytes
+        L = loss_at_r([learner.utilities(candidates(s)) for s in evaluation], eval_gold, R)
         t2 = time.perf_counter()
         results.append(L)
         updates, support = ((learner.n_updates, learner.n_support) if args.learner == "vp"

@@ -7,8 +7,10 @@ from nltk.tree import Tree
 from spacy_structpref.corpora import ptb_trees
 from spacy_structpref.errors import StructPrefError
 from spacy_structpref.incremental import (ATTACH, FOOT_CLASSES, LIFT, OTHERS, CPInventory,
-                                          CPType, candidate_edits, connection_paths, extend,
-                                          foot_class, incremental_trees, preference_sets)
+                                          CPType, PreferenceSet, candidate_edits, connection_paths,
+                                          extend, foot_class, incremental_trees, preference_sets)
+from spacy_structpref.kernels import TreeSetDAG
+from spacy_structpref.trees import SymbolTable
 
 from strategies import trees
 
@@ -189,6 +191,33 @@ def test_gold_cps_rebuild_the_tree(tree):
     assert got.leaves() == tree.leaves()
 
 
+# -- candidate sets built straight into a DAG --------------------------------
+def _check_dag_sets(tree: Tree, inventory: CPInventory):
+    """``PreferenceSet.dag`` is node for node the hash-consed candidate trees."""
+    symbols = SymbolTable()  # shared, so production ids agree whichever side interns first
+    for pset in preference_sets(tree, inventory):
+        for reduced in (True, False):
+            got, cands = pset.dag(symbols, reduced), pset.trees(reduced)
+            expected = TreeSetDAG(cands, symbols)
+            assert (got.productions, got.children, got.roots, got.occurrences) == \
+                (expected.productions, expected.children, expected.roots, expected.occurrences)
+            assert list(got) == cands
+
+
+@settings(max_examples=150, deadline=None)
+@given(trees(), trees(), trees())
+def test_dag_sets_on_random_trees(a, b, c):
+    inventory = CPInventory.from_trees([a, b, c])
+    for tree in (a, b, c):
+        _check_dag_sets(tree, inventory)
+
+
+def test_dag_sets_on_ptb():
+    inventory = CPInventory.from_trees(ptb_trees("train")[:200])
+    for tree in ptb_trees("dev")[:15]:
+        _check_dag_sets(tree, inventory)
+
+
 def test_inventory_counts_and_round_trip():
     tree = Tree.fromstring(SENT)
     inventory = CPInventory.from_trees([tree, tree])
@@ -214,6 +243,9 @@ def test_bad_input():
         extend(prefix, CPType(ATTACH, "PP", (), ("IN",)), 1, "of")
     with pytest.raises(StructPrefError, match="no anchor at depth 2"):
         extend(prefix, CPType(ATTACH, "VBD", (), ("IN",)), 2, "of")
+    bad = PreferenceSet(prefix, 2, "of", "IN", [(CPType(LIFT, "NP", ("S",), ("IN",)), 0)], None)
+    with pytest.raises(StructPrefError, match="does not fit"):
+        bad.dag(SymbolTable())
 
 
 def test_foot_classes_cover_the_ptb_tags():

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 from nltk.tree import Tree
 
 from spacy_structpref.errors import StructPrefError
-from spacy_structpref.kernels import TreeSetDAG, gram
+from spacy_structpref.kernels import TreeBatch, TreeSetDAG, gram
 from spacy_structpref.trees import SymbolTable, trees_to_arrays
 
 from strategies import trees
@@ -61,7 +61,7 @@ def test_sharing_is_counted_once():
     np.testing.assert_allclose(dag.kernel_block(), gram([t, t], normalize=False))
     i = dag.add("(S (NP (DT the) (NN cat)))")
     assert i == 2 and dag.n_dag_nodes == 9
-    np.testing.assert_allclose(dag.kernel_block(), gram(dag.trees, normalize=False))
+    np.testing.assert_allclose(dag.kernel_block(), gram(list(dag), normalize=False))
     assert dag.nbytes() > 0
 
 
@@ -76,3 +76,85 @@ def test_dag_errors():
     with pytest.raises(StructPrefError, match="λ"):
         x.kernel_block(lam=0)
     assert TreeSetDAG([], symbols=x.symbols).kernel_block(x).shape == (0, 1)
+
+
+@settings(max_examples=60, deadline=None)
+@given(candidate_sets(), candidate_sets(), st.sampled_from([0.4, 1.0]), st.sampled_from([0, 1]))
+def test_self_kernels_on_the_dag(set1, set2, lam, sigma):
+    dag = TreeSetDAG(set1)
+    expected = TreeBatch(set1, dag.symbols).self_kernels(lam, sigma)
+    np.testing.assert_allclose(dag.self_kernels(lam, sigma), expected, rtol=1e-12)
+    for t in set2:  # the cache grows with the set
+        dag.add(t)
+    expected = TreeBatch(set1 + set2, dag.symbols).self_kernels(lam, sigma)
+    np.testing.assert_allclose(dag.self_kernels(lam, sigma), expected, rtol=1e-12)
+    assert dag.self_kernels(lam, sigma) is dag.self_kernels(lam, sigma)
+
+
+@settings(max_examples=60, deadline=None)
+@given(candidate_sets())
+def test_trees_come_back_from_the_dag(cands):
+    dag = TreeSetDAG(cands)
+    assert list(dag) == cands and dag[-1] == cands[-1] and dag.tree(0) == cands[0]
+    assert dag.n_tree_nodes == sum(len(t.treepositions()) - len(t.leaves()) for t in cands)
+    with pytest.raises(IndexError):
+        dag[len(cands)]
+
+
+def test_intern_and_add_root_by_hand():
+    symbols = SymbolTable()
+    trees_ = [Tree.fromstring("(S (NP (DT the) (NN dog)) (VP (VB runs)))"),
+              Tree.fromstring("(S (NP (DT the) (NN dog)) (VP (VB barks)))")]
+    dag = TreeSetDAG(symbols=symbols)
+    lab, word = symbols.label_id, lambda w: -(symbols.word_id(w) + 1)
+    dt = dag.intern(symbols.production_id(lab("DT"), [word("the")]), ())
+    nn = dag.intern(symbols.production_id(lab("NN"), [word("dog")]), ())
+    np_ = dag.intern(symbols.production_id(lab("NP"), [lab("DT"), lab("NN")]), (dt, nn))
+    for verb in ("runs", "barks"):
+        vp = dag.intern(symbols.production_id(lab("VP"), [lab("VB")]),
+                        (dag.intern(symbols.production_id(lab("VB"), [word(verb)]), ()),))
+        s = dag.intern(symbols.production_id(lab("S"), [lab("NP"), lab("VP")]), (np_, vp))
+        dag.add_root(s)
+    assert dag.intern(symbols.production_id(lab("DT"), [word("the")]), []) == dt  # already there
+    assert list(dag) == trees_
+    reference = TreeSetDAG(trees_, symbols)
+    assert (dag.productions, dag.children, dag.roots, dag.occurrences) == \
+        (reference.productions, reference.children, reference.roots, reference.occurrences)
+    with pytest.raises(StructPrefError, match="needs 2 node children"):
+        dag.intern(symbols.production_id(lab("NP"), [lab("DT"), lab("NN")]), (dt,))
+    with pytest.raises(StructPrefError, match="needs 1 node children among the 9"):
+        dag.intern(symbols.production_id(lab("VP"), [lab("VB")]), (99,))
+    with pytest.raises(StructPrefError, match="not in the SymbolTable"):
+        dag.intern(len(symbols), ())
+    with pytest.raises(StructPrefError, match="no DAG node 9"):
+        dag.add_root(9)
+    with pytest.raises(StructPrefError, match="has no children"):
+        dag.add(Tree("S", [Tree("NP", [])]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(candidate_sets(), min_size=1, max_size=4))
+def test_join_equals_hash_consing_all_trees(parts):
+    symbols = SymbolTable()
+    dags = [TreeSetDAG(p, symbols) for p in parts]
+    for d in dags[::2]:
+        d.self_kernels(0.4, 1)
+    joined = TreeSetDAG.join(dags)
+    reference = TreeSetDAG([t for p in parts for t in p], symbols)
+    assert (joined.productions, joined.children, joined.roots, joined.occurrences) == \
+        (reference.productions, reference.children, reference.roots, reference.occurrences)
+    # self-kernels carried over only when every part has them
+    assert ((0.4, 1.0) in joined._self) == (len(dags) == 1)
+    np.testing.assert_allclose(joined.self_kernels(), reference.self_kernels(), rtol=1e-12)
+    with pytest.raises(StructPrefError, match="different SymbolTables"):
+        TreeSetDAG.join([dags[0], TreeSetDAG(parts[0])])
+
+
+def test_mixed_inputs():
+    symbols = SymbolTable()
+    t = Tree.fromstring("(S (NP (NN x)) (VP (VB y)))")
+    (arrays,) = trees_to_arrays([t], symbols)
+    dag = TreeSetDAG([t, "(S (NP (NN x)) (VP (VB y)))", arrays], symbols)
+    assert dag.roots == [4, 4, 4] and list(dag) == [t, t, t]
+    with pytest.raises(StructPrefError, match="mismatched vocabularies"):
+        TreeSetDAG([arrays], SymbolTable())

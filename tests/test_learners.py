@@ -15,6 +15,7 @@ from spacy_structpref.incremental import CPInventory, preference_sets
 from spacy_structpref.kernels import gram
 from spacy_structpref.learners import (KernelPerceptron, LinearKernel, RecursiveNetLearner,
                                        TreeKernel, gold_rank, loss_at_r)
+from spacy_structpref.trees import SymbolTable
 
 
 def primal_perceptron(sets, gold, loss, epochs, seed, w=None, w_sum=None, T=0):
@@ -146,6 +147,33 @@ def test_tree_kernel_perceptron_learns_attachment(attachment_sets, loss):
     coef = np.concatenate([learner._coefficients(chunk, True) for chunk in learner.chunks])
     K = gram(items, dev[0], lam=0.4, normalize=True)
     np.testing.assert_allclose(utilities[0], coef @ K, rtol=1e-9, atol=1e-12)
+
+
+@pytest.fixture(scope="module")
+def ptb_preference_sets():
+    inventory = CPInventory.from_trees(ptb_trees("train")[:300])
+    train = [s for t in ptb_trees("train")[:100] for s in preference_sets(t, inventory)]
+    dev = [s for t in ptb_trees("dev")[:5] for s in preference_sets(t, inventory)]
+    return train, dev
+
+
+@pytest.mark.parametrize("loss,n_sets", [("setwise", None), ("pairwise", 300)])
+def test_dag_sets_train_like_trees(ptb_preference_sets, loss, n_sets, tmp_path):
+    train, dev = ptb_preference_sets
+    train, gold = train[:n_sets], [s.gold for s in train[:n_sets]]
+    by_trees = KernelPerceptron(TreeKernel(lam=0.4), loss=loss).fit([s.trees(True) for s in train], gold)
+    kernel = TreeKernel(lam=0.4)
+    by_dags = KernelPerceptron(kernel, loss=loss).fit([s.dag(kernel.symbols) for s in train], gold)
+    assert by_dags.n_updates == by_trees.n_updates > 0 and by_dags.n_support == by_trees.n_support
+    assert [c.items for c in by_dags.chunks] == [c.items for c in by_trees.chunks]
+    by_dags.to_disk(tmp_path / "vp")
+    loaded = KernelPerceptron.from_disk(tmp_path / "vp")
+    for s in dev:
+        expected = by_trees.utilities(s.trees(True))
+        np.testing.assert_allclose(by_dags.utilities(s.dag(kernel.symbols)), expected, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(loaded.utilities(s.trees(True)), expected, rtol=1e-12, atol=1e-12)
+    with pytest.raises(StructPrefError, match="kernel.symbols"):
+        by_dags.utilities(dev[0].dag(SymbolTable()))
 
 
 def test_save_and_load(attachment_sets, tmp_path):

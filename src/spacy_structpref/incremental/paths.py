@@ -149,6 +149,20 @@ def right_frontier(tree: Tree) -> List[Tree]:
     return nodes
 
 
+def check_edit(frontier: List[Tree], cp: CPType, depth: int) -> None:
+    """Raise unless a CP of type ``cp`` fits the tree whose right frontier is
+    ``frontier``: under the node at ``depth`` (attach) or over the root (lift)."""
+    if cp.kind == ATTACH:
+        if not 0 <= depth < len(frontier) - 1:
+            raise StructPrefError(f"no anchor at depth {depth}: the right frontier has "
+                                  f"{len(frontier) - 1} nodes that can take a child")
+        anchor = frontier[depth]
+    else:
+        anchor = frontier[0]
+    if anchor.label() != cp.anchor:
+        raise StructPrefError(f"CP type {cp} does not fit at node {anchor.label()!r}")
+
+
 def extend(prefix: Tree, cp: CPType, depth: int, word: str, reduced: bool = False) -> Tree:
     """``prefix`` (some ``T_i``) joined with a CP of type ``cp`` for ``word``:
     an attach under the right-frontier node at ``depth``, a lift over the root.
@@ -156,15 +170,7 @@ def extend(prefix: Tree, cp: CPType, depth: int, word: str, reduced: bool = Fals
     ``prefix`` only its right frontier and the frontier nodes' immediate
     children are kept, the latter as bare labels."""
     frontier = right_frontier(prefix)
-    if cp.kind == ATTACH:
-        if not 0 <= depth < len(frontier) - 1:
-            raise StructPrefError(f"no anchor at depth {depth}: the right frontier has "
-                                  f"{len(frontier) - 1} nodes that can take a child")
-        anchor = frontier[depth]
-    else:
-        anchor = prefix
-    if anchor.label() != cp.anchor:
-        raise StructPrefError(f"CP type {cp} does not fit at node {anchor.label()!r}")
+    check_edit(frontier, cp, depth)
     chain = chain_tree(cp.chain, word)
     node = frontier[-1][-1]  # the last word
     for d in range(len(frontier) - 1, -1, -1):

@@ -363,3 +363,76 @@ def dag_block(PackedArrays dag1, PackedArrays dag2,
         free(lookup); free(col_off); free(row_off); free(r_buf)
         free(seg_u); free(seg_d); free(row_v); free(row_d)
     return K, nnz
+
+
+def dag_self_kernels(const int[::1] prod, const int[::1] kid_off, const int[::1] kids,
+                     const int[::1] tree_off, const int[::1] nodes, const double[::1] cnt,
+                     double lam, double sigma):
+    """K(a, a) for trees stored in one DAG (node children before parents):
+    tree a's distinct DAG nodes are ``nodes[tree_off[a]:tree_off[a + 1]]``,
+    ascending, each occurring ``cnt`` times in the tree. Per tree, Δ over
+    pairs of its distinct nodes with equal productions, children first;
+    ``K(a, a) = Σ_{u, v} cnt(u) cnt(v) Δ(u, v)``."""
+    cdef int n_trees = tree_off.shape[0] - 1, n = prod.shape[0]
+    cdef int n_prods = 1, max_m = 0, a, i, m, s, u, v, vi, p, j, nk, k0u, k0v, cu, cv
+    cdef int* local = NULL   # DAG node -> position in the current tree's node list
+    cdef int* head = NULL    # production -> first position with it (-1: none)
+    cdef int* nxt = NULL     # position -> next position with the same production
+    cdef double* table = NULL
+    cdef double d, row, total
+    out = np.zeros(n_trees)
+    cdef double[::1] o = out
+    with nogil:
+        for i in range(n):
+            if prod[i] >= n_prods:
+                n_prods = prod[i] + 1
+        for a in range(n_trees):
+            if tree_off[a + 1] - tree_off[a] > max_m:
+                max_m = tree_off[a + 1] - tree_off[a]
+        local = <int*>malloc(sizeof(int) * max(n, 1))
+        head = <int*>malloc(sizeof(int) * n_prods)
+        nxt = <int*>malloc(sizeof(int) * max(max_m, 1))
+        table = <double*>malloc(sizeof(double) * <size_t>max(max_m, 1) * <size_t>max(max_m, 1))
+        if local == NULL or head == NULL or nxt == NULL or table == NULL:
+            free(local); free(head); free(nxt); free(table)
+            with gil:
+                raise MemoryError(f"DAG self-kernels: trees of {max_m} distinct nodes")
+        for p in range(n_prods):
+            head[p] = -1
+        for a in range(n_trees):
+            s = tree_off[a]
+            m = tree_off[a + 1] - s
+            for i in range(m - 1, -1, -1):  # lists ascending: children's rows come first
+                u = nodes[s + i]
+                local[u] = i
+                p = prod[u]
+                nxt[i] = head[p]
+                head[p] = i
+            total = 0.0
+            for i in range(m):
+                u = nodes[s + i]
+                k0u = kid_off[u]
+                nk = kid_off[u + 1] - k0u
+                row = 0.0
+                vi = head[prod[u]]
+                while vi >= 0:
+                    v = nodes[s + vi]
+                    k0v = kid_off[v]
+                    d = lam
+                    for j in range(nk):
+                        cu = kids[k0u + j]
+                        cv = kids[k0v + j]
+                        # a cell is only read for equal productions, so it was written (row local[cu] < i)
+                        if prod[cu] == prod[cv]:
+                            d *= sigma + table[<size_t>local[cu] * m + local[cv]]
+                        else:
+                            d *= sigma
+                    table[<size_t>i * m + vi] = d
+                    row += cnt[s + vi] * d
+                    vi = nxt[vi]
+                total += cnt[s + i] * row
+            o[a] = total
+            for i in range(m):
+                head[prod[nodes[s + i]]] = -1
+        free(local); free(head); free(nxt); free(table)
+    return out

@@ -1,6 +1,7 @@
 """What every preference learner shares: checking settings and training sets,
 the sets that can teach, and prediction from per-set utilities."""
 from abc import ABC, abstractmethod
+from collections.abc import Sequence as SequenceABC
 from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -17,11 +18,17 @@ def check_training_settings(loss: str, epochs: int) -> None:
         raise StructPrefError(f"epochs must be >= 1, got {epochs}")
 
 
+def candidate_list(candidates) -> Sequence:
+    """A set's candidates as a sequence; one already (a list, a TreeSetDAG)
+    is kept, so a prepared set is not taken apart."""
+    return candidates if isinstance(candidates, SequenceABC) else list(candidates)
+
+
 def teaching_sets(sets: Sequence[Sequence], gold: Sequence[Optional[int]]
-                  ) -> Tuple[List[list], List[Optional[int]], List[int]]:
-    """``(sets, gold, order)``: the sets as lists, after checking them; order
+                  ) -> Tuple[List[Sequence], List[Optional[int]], List[int]]:
+    """``(sets, gold, order)``: the sets as sequences, after checking them; order
     holds the sets that can teach (a gold candidate and at least one rival)."""
-    sets, gold = [list(c) for c in sets], list(gold)
+    sets, gold = [candidate_list(c) for c in sets], list(gold)
     if len(sets) != len(gold):
         raise StructPrefError(f"{len(sets)} preference sets but {len(gold)} gold indices")
     for cands, g in zip(sets, gold):

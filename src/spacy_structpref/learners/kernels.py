@@ -19,7 +19,8 @@ from ..trees.arrays import SymbolTable
 class TreeKernel:
     """Subset-tree (``sigma = 1``) or subtree (``sigma = 0``) kernel with decay
     ``lam``, cosine-normalised when ``normalize``; items are anything the
-    kernels accept (nltk Trees, bracket strings, Docs, TreeArrays). Prepared
+    kernels accept (nltk Trees, bracket strings, Docs, TreeArrays); a whole
+    set may also come as a TreeSetDAG built with ``symbols``. Prepared
     lists are :class:`~spacy_structpref.kernels.TreeSetDAG` objects: Δ is
     computed once per pair of distinct subtrees, and a support set's weights
     are folded into its DAG nodes, so utilities cost what the distinct
@@ -32,10 +33,17 @@ class TreeKernel:
         self.symbols = symbols if symbols is not None else SymbolTable()
 
     def prepare(self, items) -> TreeSetDAG:
-        return items if isinstance(items, TreeSetDAG) else TreeSetDAG(items, self.symbols)
+        """A TreeSetDAG of the items; one given (e.g. ``PreferenceSet.dag``) is
+        used as it is, and must be built with this kernel's ``symbols``."""
+        if not isinstance(items, TreeSetDAG):
+            return TreeSetDAG(items, self.symbols)
+        if items.symbols is not self.symbols:
+            raise StructPrefError("mismatched vocabularies: build candidate DAGs with the kernel's "
+                                  "SymbolTable (kernel.symbols)")
+        return items
 
     def join(self, parts) -> TreeSetDAG:
-        return TreeSetDAG([t for p in parts for t in p.trees], self.symbols)
+        return TreeSetDAG.join(parts, self.symbols)
 
     def block(self, a: TreeSetDAG, b: TreeSetDAG) -> np.ndarray:
         return a.kernel_block(b, self.lam, self.sigma, self.normalize)

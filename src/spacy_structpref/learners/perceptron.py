@@ -28,7 +28,7 @@ import numpy as np
 import srsly
 
 from ..saving import atomic_directory, check_saved
-from .base import PreferenceLearner, check_training_settings, teaching_sets
+from .base import PreferenceLearner, candidate_list, check_training_settings, teaching_sets
 from .kernels import kernel_from_dict
 from .metrics import at_least
 
@@ -138,7 +138,7 @@ class KernelPerceptron(PreferenceLearner):
         return self
 
     def _train_set(self, set_id: int, cands: Sequence, g: int) -> None:
-        prepared = self.kernel.prepare(list(cands))
+        prepared = self.kernel.prepare(cands)
         u = self._utilities(prepared, len(cands), averaged=False)
         wrong = [j for j in range(len(cands)) if j != g]
         if self.loss == "setwise":
@@ -165,8 +165,8 @@ class KernelPerceptron(PreferenceLearner):
     # -- prediction -----------------------------------------------------------
     def utilities(self, candidates: Sequence) -> np.ndarray:
         """U(x) of every candidate of one set (averaged unless ``average=False``)."""
-        candidates = list(candidates)
-        if not candidates:
+        candidates = candidate_list(candidates)
+        if not len(candidates):
             return np.zeros(0)
         return self._utilities(self.kernel.prepare(candidates), len(candidates), self.average)
 
