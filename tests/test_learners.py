@@ -163,17 +163,17 @@ def test_dag_sets_train_like_trees(ptb_preference_sets, loss, n_sets, tmp_path):
     train, gold = train[:n_sets], [s.gold for s in train[:n_sets]]
     by_trees = KernelPerceptron(TreeKernel(lam=0.4), loss=loss).fit([s.trees(True) for s in train], gold)
     kernel = TreeKernel(lam=0.4)
-    by_dags = KernelPerceptron(kernel, loss=loss).fit([s.dag(kernel.symbols) for s in train], gold)
+    by_dags = KernelPerceptron(kernel, loss=loss).fit([s.dag(kernel.symbols, True) for s in train], gold)
     assert by_dags.n_updates == by_trees.n_updates > 0 and by_dags.n_support == by_trees.n_support
     assert [c.items for c in by_dags.chunks] == [c.items for c in by_trees.chunks]
     by_dags.to_disk(tmp_path / "vp")
     loaded = KernelPerceptron.from_disk(tmp_path / "vp")
     for s in dev:
         expected = by_trees.utilities(s.trees(True))
-        np.testing.assert_allclose(by_dags.utilities(s.dag(kernel.symbols)), expected, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(by_dags.utilities(s.dag(kernel.symbols, True)), expected, rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(loaded.utilities(s.trees(True)), expected, rtol=1e-12, atol=1e-12)
     with pytest.raises(StructPrefError, match="kernel.symbols"):
-        by_dags.utilities(dev[0].dag(SymbolTable()))
+        by_dags.utilities(dev[0].dag(SymbolTable(), True))
 
 
 def test_save_and_load(attachment_sets, tmp_path):

@@ -91,7 +91,7 @@ class PreferenceSet:
         """The candidate trees (fresh), in the order of ``edits``."""
         return [extend(self.prefix, cp, depth, self.token, reduced) for cp, depth in self.edits]
 
-    def dag(self, symbols: SymbolTable, reduced: bool = True) -> TreeSetDAG:
+    def dag(self, symbols: SymbolTable, reduced: bool = False) -> TreeSetDAG:
         """The candidate trees, in the order of ``edits``, built straight into
         one hash-consed DAG over ``symbols`` (node for node what
         ``TreeSetDAG(self.trees(reduced), symbols)`` holds, without the trees):
