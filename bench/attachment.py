@@ -16,6 +16,7 @@ import time
 from spacy_structpref.corpora import ptb_trees
 from spacy_structpref.incremental import CPInventory, preference_sets
 from spacy_structpref.learners import KernelPerceptron, RecursiveNetLearner, TreeKernel, loss_at_r
+from spacy_structpref.trees import SymbolTable
 
 R = (1, 2, 5)
 
@@ -56,18 +57,18 @@ def main():
         if args.learner == "vp":
             kernel = TreeKernel(args.lam)
             learner = KernelPerceptron(kernel, loss=args.loss, epochs=args.epochs or 1, seed=k)
-
-            def candidates(s):  # straight into the kernel's DAG, no trees per candidate
-                return s.dag(kernel.symbols, reduced)
+            symbols = kernel.symbols
         else:
             learner = RecursiveNetLearner(loss=args.loss, epochs=args.epochs or 12, seed=k)
+            symbols = SymbolTable()
 
-            def candidates(s):
-                return s.trees(reduced)
+        def candidates(s):  # straight into a hash-consed DAG: no tree per candidate
+            return s.dag(symbols, reduced)
+
         t0 = time.perf_counter()
         learner.fit([candidates(s) for s in sets], [s.gold for s in sets])
         t1 = time.perf_counter()
-        # candidates are built set by set: all the trees at once take gigabytes
+        # evaluation sets are built one at a time: all of them at once take gigabytes
         L = loss_at_r([learner.utilities(candidates(s)) for s in evaluation], eval_gold, R)
         t2 = time.perf_counter()
         results.append(L)

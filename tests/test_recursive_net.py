@@ -13,8 +13,10 @@ from spacy_structpref.errors import StructPrefError
 from spacy_structpref.incremental import CPInventory, preference_sets
 from spacy_structpref.learners import RecursiveNetLearner, loss_at_r
 from spacy_structpref.learners.recursive import set_losses
+from spacy_structpref.kernels import TreeSetDAG
 from spacy_structpref.models.recursive import (UNKNOWN, WORD, RecursiveNet, build_label_dag,
-                                               label_vocab)
+                                               concat_label_dags, label_vocab)
+from spacy_structpref.trees import SymbolTable
 
 from strategies import trees
 
@@ -54,7 +56,7 @@ def test_single_node_by_hand():
 @given(st.lists(st.lists(trees(), min_size=1, max_size=4), min_size=1, max_size=3),
        st.integers(1, 3))
 def test_dag_equals_separate_trees_and_recursion(sets, max_children):
-    vocab = label_vocab(t for s in sets for t in s[:1])  # some labels unknown on purpose
+    vocab = label_vocab([s[:1] for s in sets])  # some labels unknown on purpose
     model = network(vocab, max_children=max_children)
     shared = build_label_dag(sets, vocab, max_children)
     separate = build_label_dag(sets, vocab, max_children, share=False)
@@ -67,12 +69,33 @@ def test_dag_equals_separate_trees_and_recursion(sets, max_children):
     assert shared.set_starts.tolist() == np.cumsum([0] + [len(s) for s in sets]).tolist()
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(trees(), min_size=1, max_size=4), min_size=1, max_size=3),
+       st.integers(1, 3))
+def test_label_dags_from_tree_set_dags_and_by_concatenation(sets, max_children):
+    symbols = SymbolTable()
+    dag_sets = [TreeSetDAG(s, symbols) for s in sets]
+    assert label_vocab(dag_sets) == label_vocab(sets)
+    vocab = label_vocab([s[:1] for s in sets])
+    model = network(vocab, max_children=max_children)
+    from_trees = build_label_dag(sets, vocab, max_children)
+    u = model.predict(from_trees)
+    from_dags = build_label_dag(dag_sets, vocab, max_children)
+    joined = concat_label_dags([build_label_dag([s], vocab, max_children) for s in sets])
+    assert from_dags.n_nodes == from_trees.n_nodes
+    for dag in (from_dags, joined):
+        assert dag.set_starts.tolist() == from_trees.set_starts.tolist()
+        np.testing.assert_allclose(model.predict(dag), u, rtol=1e-5, atol=1e-7)
+    with pytest.raises(StructPrefError, match="share=False"):
+        build_label_dag(dag_sets, vocab, max_children, share=False)
+
+
 @pytest.mark.parametrize("loss", ["setwise", "pairwise"])
 def test_gradients_match_finite_differences(loss):
     sets = [[Tree.fromstring("(S (NP (DT a) (NN b)) (VP (VB c)))"), Tree.fromstring("(S (NP (DT a)) (VP (VB c) (NP (NN b))))")],
             [Tree.fromstring("(NP (NP (NN a)) (PP (IN b) (NP (NN c))))"), Tree.fromstring("(NP (NN a))"), "NP"]]
     gold = [1, 0]
-    vocab = label_vocab(t for s in sets for t in s if isinstance(t, Tree))
+    vocab = label_vocab(sets)
     model = network(vocab, width=3, max_children=2, dtype="float64")
     dag = build_label_dag(sets, vocab, 2)
 
@@ -126,13 +149,24 @@ def test_bad_input():
 def test_learns_attachment(tmp_path):
     inventory = CPInventory.from_trees(ptb_trees("train")[:300])
 
-    def sets(trees):
+    def sets(trees, symbols=None):
         out = [s for t in trees for s in preference_sets(t, inventory)]
-        return [s.trees(reduced=True) for s in out], [s.gold for s in out]
+        cands = [s.trees(reduced=True) if symbols is None else s.dag(symbols, reduced=True)
+                 for s in out]
+        return cands, [s.gold for s in out]
 
     (train, train_gold), (dev, dev_gold) = sets(ptb_trees("train")[:40]), sets(ptb_trees("dev")[:10])
     learner = RecursiveNetLearner(epochs=4, optimizer=Adam(0.01), seed=0).fit(train, train_gold)
     assert learner.losses[-1] < learner.losses[0]
+    # candidate sets given as DAGs (no trees built) train the same network
+    symbols = SymbolTable()
+    by_dags = RecursiveNetLearner(epochs=4, optimizer=Adam(0.01), seed=0).fit(
+        *sets(ptb_trees("train")[:40], symbols))
+    # (the same sums in another order: float32 rounding drifts slowly over the epochs)
+    assert by_dags.losses[0] == pytest.approx(learner.losses[0], rel=1e-5)
+    np.testing.assert_allclose(by_dags.losses, learner.losses, rtol=2e-3)
+    for c, d in zip(dev[:20], sets(ptb_trees("dev")[:10], symbols)[0]):
+        np.testing.assert_allclose(learner.utilities(d), learner.utilities(c), rtol=1e-5, atol=1e-6)
     L = loss_at_r([learner.utilities(c) for c in dev], dev_gold, r=(1, 5))
     chance = np.mean([1 - 1 / len(c) if g is not None else 1 for c, g in zip(dev, dev_gold)])
     assert L[1] < 0.6 * chance and L[5] < L[1]

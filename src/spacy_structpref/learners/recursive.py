@@ -2,8 +2,11 @@
 :func:`~..models.recursive.RecursiveNet` scores every candidate tree; the
 setwise loss is the softmax cross-entropy over each set,
 ``−log e^{U(x_y)} / Σ_j e^{U(x_j)}``, the pairwise loss the logistic loss of
-every (best, wrong) pair, ``log(1 + e^{U(x_j) − U(x_y)})``. Minibatches of
-sets are hash-consed into one DAG, so shared subtrees are computed once.
+every (best, wrong) pair, ``log(1 + e^{U(x_j) − U(x_y)})``. Each set is
+hash-consed into a label DAG once, before the first epoch (shared subtrees
+are computed once), and a minibatch concatenates its sets' DAGs. Sets may be
+lists of nltk Trees or :class:`~..kernels.TreeSetDAG` sets (e.g.
+``PreferenceSet.dag``), which skips building trees altogether.
 """
 import random
 from typing import List, Optional, Sequence, Tuple
@@ -14,8 +17,8 @@ from thinc.api import Adam, Optimizer
 
 from ..errors import StructPrefError
 from ..saving import atomic_directory, check_saved
-from ..models.recursive import RecursiveNet, build_label_dag, label_vocab
-from .base import PreferenceLearner, check_training_settings, teaching_sets
+from ..models.recursive import RecursiveNet, build_label_dag, concat_label_dags, label_vocab
+from .base import PreferenceLearner, candidate_list, check_training_settings, teaching_sets
 
 def set_losses(scores: np.ndarray, set_starts: np.ndarray, gold: Sequence[Optional[int]],
                loss: str) -> Tuple[float, np.ndarray]:
@@ -69,18 +72,19 @@ class RecursiveNetLearner(PreferenceLearner):
         return build_label_dag(sets, self.vocab, self.max_children)
 
     def fit(self, sets: Sequence[Sequence], gold: Sequence[Optional[int]]) -> "RecursiveNetLearner":
-        """Train on preference sets (lists of nltk Trees) with each set's best
-        candidate index (None: no correct candidate, skipped). The label
-        vocabulary comes from the first call's trees."""
+        """Train on preference sets (lists of nltk Trees, or TreeSetDAGs) with
+        each set's best candidate index (None: no correct candidate, skipped).
+        The label vocabulary comes from the first call's sets."""
         sets, gold, order = teaching_sets(sets, gold)
         if self.model is None:
             if not order:
                 raise StructPrefError("no preference set with a correct candidate and a rival")
-            self.vocab = label_vocab(t for i in order for t in sets[i])
+            self.vocab = label_vocab(sets[i] for i in order)
             self.model = RecursiveNet(self.width, self.max_children, len(self.vocab) + 2,
                                       seed=self.seed).initialize()
         from tqdm import tqdm
 
+        set_dags = {i: self._dag([sets[i]]) for i in order}
         for epoch in range(self.epochs):
             self._rng.shuffle(order)
             total = 0.0
@@ -88,7 +92,7 @@ class RecursiveNetLearner(PreferenceLearner):
             for batch in tqdm(batches, desc=f"recursive net epoch {epoch + 1}", unit="batch",
                               disable=None if self.progress is None else not self.progress,
                               leave=False):
-                dag = self._dag([sets[i] for i in batch])
+                dag = concat_label_dags([set_dags[i] for i in batch])
                 scores, backprop = self.model.begin_update(dag)
                 loss, d_scores = set_losses(scores, dag.set_starts, [gold[i] for i in batch],
                                             self.loss)
@@ -102,8 +106,8 @@ class RecursiveNetLearner(PreferenceLearner):
         """U(x) of every candidate of one set."""
         if self.model is None:
             raise StructPrefError("the recursive net is not trained yet: call fit first")
-        candidates = list(candidates)
-        if not candidates:
+        candidates = candidate_list(candidates)
+        if not len(candidates):
             return np.zeros(0)
         with self.model.use_params(self.optimizer.averages or {}):
             return np.asarray(self.model.predict(self._dag([candidates])), dtype=np.float64)

@@ -43,19 +43,41 @@ class LabelDAG:
     def n_nodes(self) -> int:
         return len(self.labels)
 
+    @property
+    def heights(self) -> np.ndarray:
+        h = np.zeros(self.n_nodes, dtype=np.int64)
+        for height, level in enumerate(self.levels):
+            h[level] = height
+        return h
 
-def label_vocab(trees) -> Dict[str, int]:
-    """Ids of the node labels of ``trees`` (after the reserved UNKNOWN, WORD)."""
-    labels = sorted({t.label() for tree in trees for t in tree.subtrees()})
-    return {label: i + 2 for i, label in enumerate(labels)}
+
+def label_vocab(sets) -> Dict[str, int]:
+    """Ids of the node labels of the candidates of ``sets`` (lists of nltk
+    Trees or :class:`~..kernels.TreeSetDAG` sets), after the reserved
+    UNKNOWN and WORD."""
+    from ..kernels.dag import TreeSetDAG  # compiled code: not at import (entry point module)
+
+    labels = set()
+    for cands in sets:
+        if isinstance(cands, TreeSetDAG):
+            symbols = cands.symbols
+            labels.update(symbols.labels[symbols.productions[p][0]] for p in cands.productions)
+        else:
+            labels.update(t.label() for tree in cands if isinstance(tree, Tree)
+                          for t in tree.subtrees())
+    return {label: i + 2 for i, label in enumerate(sorted(labels))}
 
 
 def build_label_dag(sets: Sequence[Sequence[Tree]], vocab: Dict[str, int],
                     max_children: int, share: bool = True) -> LabelDAG:
-    """Hash-cons the candidate trees of ``sets`` (``share=False`` keeps every
-    node separate: the same network values, for checking). A leaf string that
-    is a known label (a node kept as a bare label by tree reduction) gets that
-    label, any other leaf (a word) the WORD label; unseen labels get UNKNOWN."""
+    """Hash-cons the candidates of ``sets`` (each a list of nltk Trees or a
+    :class:`~..kernels.TreeSetDAG`; ``share=False`` keeps every node
+    separate: the same network values, for checking). A leaf string that is
+    a known label (a node kept as a bare label by tree reduction) gets that
+    label, any other leaf (a word) the WORD label; unseen labels get UNKNOWN;
+    children past ``max_children`` are pruned."""
+    from ..kernels.dag import TreeSetDAG
+
     ids: Dict[tuple, int] = {}
     labels: List[int] = []
     kids: List[tuple] = []
@@ -79,19 +101,67 @@ def build_label_dag(sets: Sequence[Sequence[Tree]], vocab: Dict[str, int],
         children = tuple(visit(c) for c in t[:max_children])
         return node(vocab.get(t.label(), UNKNOWN), children)
 
+    def dag_roots(dag: TreeSetDAG) -> List[int]:
+        # DAG ids are topological (children first): one pass down marks the
+        # subtrees that pruning keeps, one pass up maps each of them once
+        symbols, prods, node_kids = dag.symbols, dag.productions, dag.children
+        kept_kids = [kids[:sum(1 for c in symbols.productions[p][1][:max_children] if c >= 0)]
+                     for p, kids in zip(prods, node_kids)]
+        used = [False] * len(prods)
+        for r in dag.roots:
+            used[r] = True
+        for d in range(len(prods) - 1, -1, -1):
+            if used[d]:
+                for c in kept_kids[d]:
+                    used[c] = True
+        mapped: Dict[int, int] = {}
+        for d in range(len(prods)):
+            if not used[d]:
+                continue
+            label, syms = symbols.productions[prods[d]]
+            below, children = iter(kept_kids[d]), []
+            for sym in syms[:max_children]:
+                children.append(mapped[next(below)] if sym >= 0
+                                else node(vocab.get(symbols.words[-sym - 1], WORD), ()))
+            mapped[d] = node(vocab.get(symbols.labels[label], UNKNOWN), tuple(children))
+        return [mapped[r] for r in dag.roots]
+
     roots, set_starts = [], [0]
     for cands in sets:
-        roots.extend(visit(t) for t in cands)
+        if isinstance(cands, TreeSetDAG):
+            if not share:
+                raise StructPrefError("share=False needs the candidates as trees, not a TreeSetDAG")
+            roots.extend(dag_roots(cands))
+        else:
+            roots.extend(visit(t) for t in cands)
         set_starts.append(len(roots))
     children = np.full((len(labels), max_children), -1, dtype=np.int64)
     for i, c in enumerate(kids):
         children[i, :len(c)] = c
-    heights_arr = np.asarray(heights, dtype=np.int64)
-    order = np.argsort(heights_arr, kind="stable")
-    bounds = np.searchsorted(heights_arr[order], np.arange(heights_arr.max(initial=-1) + 2))
+    return _label_dag(np.asarray(labels, dtype=np.int64), children,
+                      np.asarray(heights, dtype=np.int64), np.asarray(roots, dtype=np.int64),
+                      np.asarray(set_starts, dtype=np.int64))
+
+
+def concat_label_dags(parts: Sequence[LabelDAG]) -> LabelDAG:
+    """One DAG holding the sets of every part, in order (no sharing across
+    parts): a minibatch from sets converted once each."""
+    offsets = np.cumsum([0] + [p.n_nodes for p in parts])
+    children = np.concatenate([np.where(p.children >= 0, p.children + o, -1)
+                               for p, o in zip(parts, offsets)])
+    heights = np.concatenate([p.heights for p in parts])
+    roots = np.concatenate([p.roots + o for p, o in zip(parts, offsets)])
+    starts = np.cumsum([0] + [len(p.roots) for p in parts])
+    set_starts = np.concatenate([[0]] + [p.set_starts[1:] + s for p, s in zip(parts, starts)])
+    return _label_dag(np.concatenate([p.labels for p in parts]), children, heights, roots,
+                      set_starts.astype(np.int64))
+
+
+def _label_dag(labels, children, heights, roots, set_starts) -> LabelDAG:
+    order = np.argsort(heights, kind="stable")
+    bounds = np.searchsorted(heights[order], np.arange(heights.max(initial=-1) + 2))
     levels = [order[bounds[h]:bounds[h + 1]] for h in range(len(bounds) - 1)]
-    return LabelDAG(np.asarray(labels, dtype=np.int64), children, levels,
-                    np.asarray(roots, dtype=np.int64), np.asarray(set_starts, dtype=np.int64))
+    return LabelDAG(labels, children, levels, roots, set_starts)
 
 
 @registry.architectures("spacy_structpref.RecursiveNet.v1")
