@@ -14,7 +14,7 @@ from spacy_structpref.errors import StructPrefError
 from spacy_structpref.incremental import CPInventory, preference_sets
 from spacy_structpref.kernels import gram
 from spacy_structpref.learners import (KernelPerceptron, LinearKernel, RecursiveNetLearner,
-                                       TreeKernel, gold_rank, loss_at_r)
+                                       SpecialisedLearner, TreeKernel, gold_rank, loss_at_r)
 from spacy_structpref.trees import SymbolTable
 
 
@@ -197,3 +197,37 @@ def test_save_and_load(attachment_sets, tmp_path):
         RecursiveNetLearner.from_disk(tmp_path / "vp")
     with pytest.raises(StructPrefError, match="does not hold a saved KernelPerceptron"):
         KernelPerceptron.from_disk(tmp_path)
+
+
+def test_specialised_learner_routes_sets_by_key():
+    # class "a" prefers a high feature 0, class "b" a low one: no single
+    # linear utility ranks both, one learner per class does
+    rng = np.random.default_rng(0)
+    sets, gold, keys = [], [], []
+    for i in range(120):
+        X = rng.normal(size=(4, 2))
+        key = "ab"[i % 2]
+        sets.append(X)
+        gold.append(int(np.argmax(X[:, 0] if key == "a" else -X[:, 0])))
+        keys.append(key)
+    sets.append(rng.normal(size=(3, 2)))  # a class with nothing to teach gets no learner
+    gold.append(None)
+    keys.append("c")
+    spec = SpecialisedLearner(lambda: KernelPerceptron(LinearKernel(), epochs=3))
+    spec.fit(sets, gold, keys)
+    assert sorted(spec.learners) == ["a", "b"]
+    # each class's learner is exactly a learner trained on that class alone
+    for key in "ab":
+        alone = KernelPerceptron(LinearKernel(), epochs=3).fit(
+            [X for X, k in zip(sets, keys) if k == key], [g for g, k in zip(gold, keys) if k == key])
+        np.testing.assert_allclose(spec.utilities(sets[0], key), alone.utilities(sets[0]))
+    test = [rng.normal(size=(4, 2)) for _ in range(100)]
+    test_keys = ["ab"[i % 2] for i in range(100)]
+    truth = [int(np.argmax(X[:, 0] if k == "a" else -X[:, 0])) for X, k in zip(test, test_keys)]
+    accuracy = np.mean([p == t for p, t in zip(spec.predict(test, test_keys), truth)])
+    single = KernelPerceptron(LinearKernel(), epochs=3).fit(sets[:-1], gold[:-1])
+    single_accuracy = np.mean([p == t for p, t in zip(single.predict(test), truth)])
+    assert accuracy > 0.95 and single_accuracy < 0.7
+    np.testing.assert_array_equal(spec.utilities(sets[-1], "c"), np.zeros(3))
+    with pytest.raises(StructPrefError, match="one of each per set"):
+        spec.fit(sets, gold, keys[:-1])

@@ -1,0 +1,54 @@
+"""Specialisation (SPEC §8): one learner per class of preference sets, e.g.
+one first-pass attachment predictor per foot class of the incoming word
+(``incremental.foot_class``). Each set goes to its class's learner, for
+training and for prediction."""
+from collections import defaultdict
+from typing import Callable, Dict, Hashable, List, Optional, Sequence
+
+import numpy as np
+
+from ..errors import StructPrefError
+from .base import PreferenceLearner, candidate_list
+
+
+class SpecialisedLearner:
+    """A learner per key, each made by ``make_learner()`` on the first
+    training set of its key. A key never seen with a set that can teach has
+    no learner: its sets get equal utilities (no preference), which ``L_r``
+    counts as errors."""
+
+    def __init__(self, make_learner: Callable[[], PreferenceLearner]):
+        self.make_learner = make_learner
+        self.learners: Dict[Hashable, PreferenceLearner] = {}
+
+    def fit(self, sets: Sequence[Sequence], gold: Sequence[Optional[int]],
+            keys: Sequence[Hashable]) -> "SpecialisedLearner":
+        """Train each key's learner on the sets of that key (``keys[i]`` is the
+        key of ``sets[i]``); can be called again to go on."""
+        if not len(sets) == len(gold) == len(keys):
+            raise StructPrefError(f"{len(sets)} sets, {len(gold)} gold indices and "
+                                  f"{len(keys)} keys: one of each per set")
+        groups: Dict[Hashable, List[int]] = defaultdict(list)
+        for i, key in enumerate(keys):
+            groups[key].append(i)
+        for key in sorted(groups, key=str):
+            members = groups[key]
+            if not any(gold[i] is not None and len(sets[i]) > 1 for i in members):
+                continue  # nothing to learn from
+            learner = self.learners.get(key)
+            if learner is None:
+                learner = self.learners[key] = self.make_learner()
+            learner.fit([sets[i] for i in members], [gold[i] for i in members])
+        return self
+
+    def utilities(self, candidates: Sequence, key: Hashable) -> np.ndarray:
+        """U(x) of every candidate of one set of class ``key``."""
+        learner = self.learners.get(key)
+        if learner is None:
+            return np.zeros(len(candidate_list(candidates)))
+        return learner.utilities(candidates)
+
+    def predict(self, sets: Sequence[Sequence], keys: Sequence[Hashable]) -> List[Optional[int]]:
+        """Index of the highest-utility candidate of each set (None: empty set)."""
+        return [int(np.argmax(u)) if len(u) else None
+                for u in (self.utilities(c, k) for c, k in zip(sets, keys))]
