@@ -17,7 +17,7 @@ import statistics
 import time
 
 from spacy_structpref.corpora import ptb_trees
-from spacy_structpref.incremental import CPInventory, foot_class, preference_sets
+from spacy_structpref.incremental import CandidateSets, CPInventory, foot_class, preference_sets
 from spacy_structpref.learners import (KernelPerceptron, RecursiveNetLearner, SpecialisedLearner,
                                        TreeKernel, loss_at_r)
 from spacy_structpref.trees import SymbolTable
@@ -72,7 +72,7 @@ def main():
             return s.dag(symbols, reduced)
 
         t0 = time.perf_counter()
-        cands, gold = [candidates(s) for s in sets], [s.gold for s in sets]
+        cands, gold = CandidateSets(sets, symbols, reduced), [s.gold for s in sets]  # built on access
         if args.specialise:
             learner = SpecialisedLearner(make_learner).fit(cands, gold,
                                                            [foot_class(s.foot) for s in sets])
@@ -86,7 +86,6 @@ def main():
 
             def utilities(s):
                 return learner.utilities(candidates(s))
-        del cands
         t1 = time.perf_counter()
         # evaluation sets are built one at a time: all of them at once take gigabytes
         L = loss_at_r([utilities(s) for s in evaluation], eval_gold, R)

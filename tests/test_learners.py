@@ -11,7 +11,7 @@ from nltk.tree import Tree
 
 from spacy_structpref.corpora import ptb_trees
 from spacy_structpref.errors import StructPrefError
-from spacy_structpref.incremental import CPInventory, preference_sets
+from spacy_structpref.incremental import CandidateSets, CPInventory, foot_class, preference_sets
 from spacy_structpref.kernels import gram
 from spacy_structpref.learners import (KernelPerceptron, LinearKernel, RecursiveNetLearner,
                                        SpecialisedLearner, TreeKernel, gold_rank, loss_at_r)
@@ -174,6 +174,24 @@ def test_dag_sets_train_like_trees(ptb_preference_sets, loss, n_sets, tmp_path):
         np.testing.assert_allclose(loaded.utilities(s.trees(True)), expected, rtol=1e-12, atol=1e-12)
     with pytest.raises(StructPrefError, match="kernel.symbols"):
         by_dags.utilities(dev[0].dag(SymbolTable(), True))
+
+
+def test_sets_built_on_access(ptb_preference_sets):
+    train, dev = ptb_preference_sets
+    train, gold = train[:300], [s.gold for s in train[:300]]
+    kernel = TreeKernel(lam=0.4)
+    lazy = CandidateSets(train, kernel.symbols, reduced=True)
+    assert len(lazy) == 300 and len(lazy[10:20]) == 10
+    assert list(lazy[3]) == train[3].trees(True) and list(lazy[10:20][2]) == train[12].trees(True)
+    by_list = KernelPerceptron(kernel).fit([s.dag(kernel.symbols, True) for s in train], gold)
+    by_access = KernelPerceptron(kernel).fit(lazy, gold)
+    assert by_access.n_updates == by_list.n_updates > 0
+    for s in dev:
+        np.testing.assert_allclose(by_access.utilities(s.dag(kernel.symbols, True)),
+                                   by_list.utilities(s.dag(kernel.symbols, True)), rtol=1e-12)
+    spec = SpecialisedLearner(lambda: KernelPerceptron(kernel)).fit(
+        lazy, gold, [foot_class(s.foot) for s in train])
+    assert set(spec.learners) <= {foot_class(s.foot) for s in train} and len(spec.learners) > 3
 
 
 def test_save_and_load(attachment_sets, tmp_path):

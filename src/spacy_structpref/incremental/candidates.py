@@ -9,8 +9,9 @@ correct candidate and stays in the evaluation as an error.
 """
 import json
 from collections import Counter
+from collections.abc import Sequence as SequenceABC
 from dataclasses import dataclass
-from typing import Dict, Iterable, List, Optional, Tuple
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from nltk.tree import Tree
 
@@ -167,6 +168,24 @@ class PreferenceSet:
                                   (left, top))
             dag.add_root(node)
         return dag
+
+
+class CandidateSets(SequenceABC):
+    """The candidates of many preference sets as a sequence whose item ``i``
+    is built on access (``psets[i].dag(symbols, reduced)``): the learners'
+    ``fit`` only indexes it, so a whole treebank's sets (~70 KiB each as
+    DAGs) are never held at once."""
+
+    def __init__(self, psets: Sequence[PreferenceSet], symbols: SymbolTable, reduced: bool = False):
+        self.psets, self.symbols, self.reduced = list(psets), symbols, reduced
+
+    def __len__(self) -> int:
+        return len(self.psets)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return CandidateSets(self.psets[i], self.symbols, self.reduced)
+        return self.psets[i].dag(self.symbols, self.reduced)
 
 
 def preference_sets(tree: Tree, inventory: CPInventory) -> List[PreferenceSet]:

@@ -24,17 +24,41 @@ def candidate_list(candidates) -> Sequence:
     return candidates if isinstance(candidates, SequenceABC) else list(candidates)
 
 
+class Subsequence(SequenceABC):
+    """``items[indices[i]]`` for each i, looked up on access (a lazy sequence
+    stays lazy)."""
+
+    def __init__(self, items: Sequence, indices: Sequence[int]):
+        self.items, self.indices = items, list(indices)
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return Subsequence(self.items, self.indices[i])
+        return self.items[self.indices[i]]
+
+
 def teaching_sets(sets: Sequence[Sequence], gold: Sequence[Optional[int]]
-                  ) -> Tuple[List[Sequence], List[Optional[int]], List[int]]:
-    """``(sets, gold, order)``: the sets as sequences, after checking them; order
-    holds the sets that can teach (a gold candidate and at least one rival)."""
-    sets, gold = [candidate_list(c) for c in sets], list(gold)
+                  ) -> Tuple[Sequence[Sequence], List[Optional[int]], List[int]]:
+    """``(sets, gold, order)`` after checking them; order holds the sets that
+    can teach (a gold candidate and at least one rival). A sequence of sets is
+    kept as it is and each set is only looked at here, so sets built on access
+    (``incremental.CandidateSets``) are never all held at once."""
+    sets, gold = (sets if isinstance(sets, SequenceABC) else list(sets)), list(gold)
     if len(sets) != len(gold):
         raise StructPrefError(f"{len(sets)} preference sets but {len(gold)} gold indices")
-    for cands, g in zip(sets, gold):
-        if g is not None and not 0 <= g < len(cands):
-            raise StructPrefError(f"gold index {g} is outside a set of {len(cands)} candidates")
-    return sets, gold, [i for i, g in enumerate(gold) if g is not None and len(sets[i]) > 1]
+    order = []
+    for i, g in enumerate(gold):
+        if g is None:
+            continue
+        n = len(sets[i])
+        if not 0 <= g < n:
+            raise StructPrefError(f"gold index {g} is outside a set of {n} candidates")
+        if n > 1:
+            order.append(i)
+    return sets, gold, order
 
 
 class PreferenceLearner(ABC):

@@ -133,7 +133,7 @@ class KernelPerceptron(PreferenceLearner):
             bar = tqdm(order, desc=f"perceptron epoch {epoch + 1}", unit="set",
                        disable=None if self.progress is None else not self.progress, leave=False)
             for i in bar:
-                self._train_set(i, sets[i], gold[i])
+                self._train_set(i, candidate_list(sets[i]), gold[i])
         self._compact()
         return self
 

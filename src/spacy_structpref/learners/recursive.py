@@ -79,12 +79,12 @@ class RecursiveNetLearner(PreferenceLearner):
         if self.model is None:
             if not order:
                 raise StructPrefError("no preference set with a correct candidate and a rival")
-            self.vocab = label_vocab(sets[i] for i in order)
+            self.vocab = label_vocab(candidate_list(sets[i]) for i in order)
             self.model = RecursiveNet(self.width, self.max_children, len(self.vocab) + 2,
                                       seed=self.seed).initialize()
         from tqdm import tqdm
 
-        set_dags = {i: self._dag([sets[i]]) for i in order}
+        set_dags = {i: self._dag([candidate_list(sets[i])]) for i in order}
         for epoch in range(self.epochs):
             self._rng.shuffle(order)
             total = 0.0

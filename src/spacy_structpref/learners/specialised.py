@@ -8,7 +8,7 @@ from typing import Callable, Dict, Hashable, List, Optional, Sequence
 import numpy as np
 
 from ..errors import StructPrefError
-from .base import PreferenceLearner, candidate_list
+from .base import PreferenceLearner, Subsequence, candidate_list
 
 
 class SpecialisedLearner:
@@ -38,7 +38,7 @@ class SpecialisedLearner:
             learner = self.learners.get(key)
             if learner is None:
                 learner = self.learners[key] = self.make_learner()
-            learner.fit([sets[i] for i in members], [gold[i] for i in members])
+            learner.fit(Subsequence(sets, members), [gold[i] for i in members])
         return self
 
     def utilities(self, candidates: Sequence, key: Hashable) -> np.ndarray:
