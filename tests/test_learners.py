@@ -194,6 +194,41 @@ def test_sets_built_on_access(ptb_preference_sets):
     assert set(spec.learners) <= {foot_class(s.foot) for s in train} and len(spec.learners) > 3
 
 
+def test_specialised_learner_saves_and_loads(ptb_preference_sets, tmp_path):
+    train, dev = ptb_preference_sets
+    train, keys = train[:300], [foot_class(s.foot) for s in train[:300]]
+    gold = [s.gold for s in train]
+    symbols = SymbolTable()
+    spec = SpecialisedLearner(lambda: KernelPerceptron(TreeKernel(0.4, symbols=symbols)))
+    spec.fit(CandidateSets(train, symbols, reduced=True), gold, keys)
+    spec.to_disk(tmp_path / "vp")
+    loaded = SpecialisedLearner.from_disk(tmp_path / "vp")
+    assert sorted(loaded.learners) == sorted(spec.learners)
+    shared = loaded.learners[keys[0]].kernel.symbols  # one table: one DAG per set serves all
+    assert all(x.kernel.symbols is shared for x in loaded.learners.values())
+    for s in dev:
+        key = foot_class(s.foot)
+        np.testing.assert_allclose(loaded.utilities(s.dag(shared, True), key),
+                                   spec.utilities(s.dag(symbols, True), key), rtol=1e-12)
+    teacher = next(s for s in train if s.gold is not None and len(s) > 1)
+    with pytest.raises(StructPrefError, match="no make_learner"):
+        loaded.fit([teacher.trees(True)], [teacher.gold], ["a key never seen"])
+    with pytest.raises(StructPrefError, match="not a KernelPerceptron"):
+        KernelPerceptron.from_disk(tmp_path / "vp")
+    rnn = SpecialisedLearner(lambda: RecursiveNetLearner(epochs=1)).fit(
+        [s.trees(True) for s in train[:60]], gold[:60], keys[:60])
+    rnn.to_disk(tmp_path / "rnn")
+    again = SpecialisedLearner.from_disk(tmp_path / "rnn")
+    for s in dev[:10]:
+        key = foot_class(s.foot)
+        np.testing.assert_allclose(again.utilities(s.trees(True), key),
+                                   rnn.utilities(s.trees(True), key), rtol=1e-6)
+    rnn.learners[3] = rnn.learners.pop(keys[0])
+    with pytest.raises(StructPrefError, match="only string keys"):
+        rnn.to_disk(tmp_path / "bad")
+    assert not (tmp_path / "bad").exists()
+
+
 def test_save_and_load(attachment_sets, tmp_path):
     (train, train_gold), (dev, _) = attachment_sets
     learner = KernelPerceptron(TreeKernel(lam=0.3), epochs=1).fit(train[:200], train_gold[:200])

@@ -87,10 +87,11 @@ class LinearKernel:
         return [np.asarray(x, dtype=float) for x in data]
 
 
-def kernel_from_dict(data: dict):
+def kernel_from_dict(data: dict, symbols: Optional[SymbolTable] = None):
+    """The kernel ``to_dict`` described; a tree kernel uses ``symbols`` (default: a new table)."""
     kind = data.get("kind")
     if kind == "tree":
-        return TreeKernel(data["lam"], data["sigma"], data["normalize"])
+        return TreeKernel(data["lam"], data["sigma"], data["normalize"], symbols=symbols)
     if kind == "linear":
         return LinearKernel()
     raise StructPrefError(f"unknown learner kernel {kind!r} (expected 'tree' or 'linear')")

@@ -186,9 +186,11 @@ class KernelPerceptron(PreferenceLearner):
             srsly.write_msgpack(tmp / "perceptron.msgpack", data)
 
     @classmethod
-    def from_disk(cls, path) -> "KernelPerceptron":
+    def from_disk(cls, path, symbols=None) -> "KernelPerceptron":
+        """Load a saved learner; a tree kernel interns into ``symbols`` (default
+        a new SymbolTable): share one table with the candidate DAGs to score."""
         data = srsly.read_msgpack(check_saved(path, cls.__name__) / "perceptron.msgpack")
-        kernel = kernel_from_dict(data["kernel"])
+        kernel = kernel_from_dict(data["kernel"], symbols)
         learner = cls(kernel, loss=data["loss"], epochs=data["epochs"], average=data["average"],
                       seed=data["seed"])
         learner.n_fits, learner.n_examples = data["n_fits"], data["n_examples"]
