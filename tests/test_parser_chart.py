@@ -180,7 +180,7 @@ def test_scaling_beyond_float_range():
                        split_in=False, split_percent=False)
     other = " ".join(f"(NN w{i}) (NN v{i})" for i in range(21))
     g = estimate_grammar([parse_bracketed("(TOP (NP (NN a) (NP (NN a) (NP (NN a) (NN a)))))"),
-                          parse_bracketed(f"(TOP (NP (NN b) (NN c)))"),
+                          parse_bracketed("(TOP (NP (NN b) (NN c)))"),
                           parse_bracketed(f"(TOP (X {other}))")], plain)
     n = 300
     res = Parser(g).parse(["a"] * n, k=2)

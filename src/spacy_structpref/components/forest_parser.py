@@ -6,7 +6,7 @@ The grammar is read off the gold trees in ``initialize``; ``update`` has
 nothing to learn. Heavy modules (nltk, the Cython chart) load lazily so that
 importing this factory stays cheap.
 """
-from typing import Callable, Dict, Iterable, List, Optional
+from typing import Callable, Dict, Iterable, Optional
 
 import srsly
 from spacy.language import Language

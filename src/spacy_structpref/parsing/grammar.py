@@ -12,7 +12,7 @@ conventions are what :func:`base_label` and :func:`is_intermediate` rely on.
 """
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, List, Tuple
 
 import numpy as np
 from nltk.tree import Tree
