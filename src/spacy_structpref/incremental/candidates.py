@@ -187,6 +187,10 @@ class CandidateSets(SequenceABC):
             return CandidateSets(self.psets[i], self.symbols, self.reduced)
         return self.psets[i].dag(self.symbols, self.reduced)
 
+    def sizes(self) -> List[int]:
+        """Each set's number of candidates, without building any."""
+        return [len(p) for p in self.psets]
+
 
 def preference_sets(tree: Tree, inventory: CPInventory) -> List[PreferenceSet]:
     """One preference set per word from the second on, tags from ``tree``."""

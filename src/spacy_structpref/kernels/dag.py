@@ -37,6 +37,7 @@ class TreeSetDAG(Sequence):
         self._occ: List[Dict[int, int]] = []
         self.roots: List[int] = []  # DAG node of each tree's root
         self._arrays = self._packed = None
+        self._folded = None  # the last weights folded into node weights (see _node_weights)
         self._self: Dict[Tuple[float, float], np.ndarray] = {}  # self-kernels of the first trees
         for t in trees:
             self.add(t)
@@ -56,7 +57,7 @@ class TreeSetDAG(Sequence):
             d = self._ids[key] = len(self._prod)
             self._prod.append(prod)
             self._kids.append(key[1])
-            self._arrays = self._packed = None
+            self._arrays = self._packed = self._folded = None
         return d
 
     def intern_tree(self, tree: Tree) -> int:
@@ -111,7 +112,7 @@ class TreeSetDAG(Sequence):
     def _add_tree(self, root: int, occ: Dict[int, int]) -> int:
         self.roots.append(root)
         self._occ.append(occ)
-        self._packed = None
+        self._packed = self._folded = None
         return len(self.roots) - 1
 
     def add(self, tree) -> int:
@@ -263,6 +264,23 @@ class TreeSetDAG(Sequence):
             K /= np.sqrt(np.outer(self.self_kernels(lam, sigma), other.self_kernels(lam, sigma)))
         return (K, n_pairs) if return_pairs else K
 
+    def _node_weights(self, weights: np.ndarray, lam: float, sigma: float, normalize: bool):
+        """Σ over the trees holding each DAG node of weight × occurrences. A
+        support set is scored against many candidate sets with the same
+        weights: the last folding is kept and reused while they are equal."""
+        key = (lam, sigma, normalize)
+        if self._folded is not None and self._folded[0] == key and \
+                np.array_equal(self._folded[1], weights):
+            return self._folded[2]
+        folded = weights / np.sqrt(self.self_kernels(lam, sigma)) if normalize else weights
+        self._dag_packed()
+        off, tree_of, cnt = self._by_node
+        n = self.n_dag_nodes
+        node_weight = np.bincount(np.repeat(np.arange(n), np.diff(off)), cnt * folded[tree_of],
+                                  minlength=n)
+        self._folded = (key, weights.copy(), node_weight)
+        return node_weight
+
     def weighted_sums(self, weights, other: "TreeSetDAG", lam: float = 0.4, sigma: float = 1,
                       normalize: bool = False) -> np.ndarray:
         """``Σ_a weights[a] K(a, b)`` for every tree b of ``other``: a learner's
@@ -278,15 +296,10 @@ class TreeSetDAG(Sequence):
             raise StructPrefError(f"{len(self)} trees but weights of shape {weights.shape}")
         if not len(self) or not len(other):
             return np.zeros(len(other))
-        if normalize:
-            weights = weights / np.sqrt(self.self_kernels(lam, sigma))
-        packed = self._dag_packed()
-        off, tree_of, cnt = self._by_node
+        node_weight = self._node_weights(weights, lam, sigma, normalize)
         n = self.n_dag_nodes
-        node_weight = np.bincount(np.repeat(np.arange(n), np.diff(off)), cnt * weights[tree_of],
-                                  minlength=n)
         # ``other`` as the rows, this set collapsed into one weighted column
-        K, _ = _kernels.dag_block(other._dag_packed(), packed, *other._by_node,
+        K, _ = _kernels.dag_block(other._dag_packed(), self._dag_packed(), *other._by_node,
                                   np.arange(n + 1, dtype=INT), np.zeros(n, dtype=INT), node_weight,
                                   len(other), 1, lam, sigma)
         sums = K[:, 0]

@@ -24,9 +24,16 @@ def candidate_list(candidates) -> Sequence:
     return candidates if isinstance(candidates, SequenceABC) else list(candidates)
 
 
+def set_sizes(sets: Sequence[Sequence]) -> List[int]:
+    """Each set's number of candidates; a sequence of sets built on access
+    may tell them without building the sets, through a ``sizes()`` method."""
+    sizes = getattr(sets, "sizes", None)
+    return list(sizes()) if callable(sizes) else [len(c) for c in sets]
+
+
 class Subsequence(SequenceABC):
     """``items[indices[i]]`` for each i, looked up on access (a lazy sequence
-    stays lazy)."""
+    stays lazy, and keeps telling its sizes)."""
 
     def __init__(self, items: Sequence, indices: Sequence[int]):
         self.items, self.indices = items, list(indices)
@@ -39,21 +46,24 @@ class Subsequence(SequenceABC):
             return Subsequence(self.items, self.indices[i])
         return self.items[self.indices[i]]
 
+    def sizes(self) -> List[int]:
+        sizes = set_sizes(self.items)
+        return [sizes[i] for i in self.indices]
+
 
 def teaching_sets(sets: Sequence[Sequence], gold: Sequence[Optional[int]]
                   ) -> Tuple[Sequence[Sequence], List[Optional[int]], List[int]]:
     """``(sets, gold, order)`` after checking them; order holds the sets that
     can teach (a gold candidate and at least one rival). A sequence of sets is
-    kept as it is and each set is only looked at here, so sets built on access
-    (``incremental.CandidateSets``) are never all held at once."""
+    kept as it is and checked through :func:`set_sizes`, so sets built on
+    access (``incremental.CandidateSets``) are not built here."""
     sets, gold = (sets if isinstance(sets, SequenceABC) else list(sets)), list(gold)
     if len(sets) != len(gold):
         raise StructPrefError(f"{len(sets)} preference sets but {len(gold)} gold indices")
     order = []
-    for i, g in enumerate(gold):
+    for i, (g, n) in enumerate(zip(gold, set_sizes(sets))):
         if g is None:
             continue
-        n = len(sets[i])
         if not 0 <= g < n:
             raise StructPrefError(f"gold index {g} is outside a set of {n} candidates")
         if n > 1:

@@ -11,7 +11,7 @@ import srsly
 from ..errors import StructPrefError
 from ..saving import atomic_directory, check_saved
 from ..trees.arrays import SymbolTable
-from .base import PreferenceLearner, Subsequence, candidate_list
+from .base import PreferenceLearner, Subsequence, candidate_list, teaching_sets
 from .perceptron import KernelPerceptron
 from .recursive import RecursiveNetLearner
 
@@ -30,16 +30,16 @@ class SpecialisedLearner:
             keys: Sequence[Hashable]) -> "SpecialisedLearner":
         """Train each key's learner on the sets of that key (``keys[i]`` is the
         key of ``sets[i]``); can be called again to go on."""
-        if not len(sets) == len(gold) == len(keys):
+        if len(keys) != len(sets):
             raise StructPrefError(f"{len(sets)} sets, {len(gold)} gold indices and "
                                   f"{len(keys)} keys: one of each per set")
+        sets, gold, order = teaching_sets(sets, gold)
+        teaching_keys = {keys[i] for i in order}
         groups: Dict[Hashable, List[int]] = defaultdict(list)
         for i, key in enumerate(keys):
             groups[key].append(i)
-        for key in sorted(groups, key=str):
+        for key in sorted(teaching_keys, key=str):  # keys with nothing to learn from get no learner
             members = groups[key]
-            if not any(gold[i] is not None and len(sets[i]) > 1 for i in members):
-                continue  # nothing to learn from
             learner = self.learners.get(key)
             if learner is None:
                 if self.make_learner is None:
