@@ -1,9 +1,11 @@
 """First-pass attachment (SPEC §5, §8): the paper's small-data experiment on
 the PTB sample. Disjoint subsets of training sentences each train one learner
-on the preference sets (CP inventory from the whole train split): the kernel
-voted perceptron with the subset-tree kernel (``--learner vp``) or the
-recursive neural network (``--learner rnn``). Every model is evaluated on the
-test split with L_1/L_2/L_5 (%), then mean ± std.
+on the preference sets (CP inventory from the whole train split), built from
+a learner config: the kernel voted perceptron with the subset-tree kernel
+(``--learner vp``: configs/learners/vp.cfg) or the recursive neural network
+(``--learner rnn``: configs/learners/rnn.cfg), or any config file with a
+``[learner]`` block. Every model is evaluated on the test split with
+L_1/L_2/L_5 (%), then mean ± std.
 
 ``--specialise`` trains one learner per foot class of the incoming word.
 
@@ -15,14 +17,18 @@ Paper (WSJ, reduction): 100 sentences, 5 subsets: L_1 VP 26.7 ± 0.4, RNN
 import argparse
 import statistics
 import time
+from pathlib import Path
+
+from spacy.util import registry
+from thinc.api import Config
 
 from spacy_structpref.corpora import ptb_trees
 from spacy_structpref.incremental import CandidateSets, CPInventory, foot_class, preference_sets
-from spacy_structpref.learners import (KernelPerceptron, RecursiveNetLearner, SpecialisedLearner,
-                                       TreeKernel, loss_at_r)
+from spacy_structpref.learners import KernelPerceptron, SpecialisedLearner, TreeKernel, loss_at_r
 from spacy_structpref.trees import SymbolTable
 
 R = (1, 2, 5)
+CONFIGS = Path(__file__).resolve().parent.parent / "configs" / "learners"
 
 
 def main():
@@ -33,12 +39,26 @@ def main():
     parser.add_argument("--eval-sentences", type=int, default=None, help="default: the whole split")
     parser.add_argument("--full-trees", action="store_true", help="no tree reduction")
     parser.add_argument("--specialise", action="store_true", help="one learner per foot class")
-    parser.add_argument("--loss", default="setwise", choices=["setwise", "pairwise"])
-    parser.add_argument("--lam", type=float, default=0.4)
-    parser.add_argument("--learner", default="vp", choices=["vp", "rnn"])
-    parser.add_argument("--epochs", type=int, default=None, help="default: 1 (vp), 12 (rnn)")
+    parser.add_argument("--learner", default="vp",
+                        help="learner config: a file, or the name of one in configs/learners (vp, rnn)")
+    parser.add_argument("--loss", default=None, choices=["setwise", "pairwise"],
+                        help="default: the config's")
+    parser.add_argument("--lam", type=float, default=None, help="default: the config's")
+    parser.add_argument("--epochs", type=int, default=None, help="default: the config's")
     args = parser.parse_args()
     reduced = not args.full_trees
+    config_path = Path(args.learner)
+    if not config_path.is_file():
+        config_path = CONFIGS / f"{args.learner}.cfg"
+        if not config_path.is_file():
+            parser.error(f"no learner config {args.learner} (nor {config_path})")
+    given = {"learner.loss": args.loss, "learner.epochs": args.epochs, "learner.kernel.lam": args.lam}
+    overrides = {key: value for key, value in given.items() if value is not None}
+
+    def make_learner(seed: int):
+        """The config's learner, seeded (one subset each), with the command line's overrides."""
+        config = Config().from_disk(config_path, overrides={**overrides, "learner.seed": seed})
+        return registry.resolve(config)["learner"]
 
     train = ptb_trees("train")
     if args.subsets * args.size > len(train):
@@ -47,11 +67,13 @@ def main():
     evaluation = [s for t in ptb_trees(args.split)[: args.eval_sentences]
                   for s in preference_sets(t, inventory)]
     eval_gold = [s.gold for s in evaluation]
+    first = make_learner(0)
+    kernel = getattr(first, "kernel", None)
     print(f"{len(evaluation)} {args.split} preference sets, "
           f"{sum(len(s) for s in evaluation) / len(evaluation):.1f} candidates on average, "
           f"{100 * sum(g is None for g in eval_gold) / len(eval_gold):.2f}% without a correct one; "
-          f"{'reduced' if reduced else 'full'} trees, {args.learner}, {args.loss} loss"
-          + (f", λ = {args.lam}" if args.learner == "vp" else "")
+          f"{'reduced' if reduced else 'full'} trees, {config_path.stem}, {first.loss} loss"
+          + (f", λ = {kernel.lam}" if isinstance(kernel, TreeKernel) else "")
           + (", one learner per foot class" if args.specialise else ""))
 
     print(f"{'subset':>6s} {'sets':>6s} {'updates':>8s} {'support':>8s} {'train s':>8s} "
@@ -60,13 +82,10 @@ def main():
     for k in range(args.subsets):
         subset = train[k * args.size:(k + 1) * args.size]
         sets = [s for t in subset for s in preference_sets(t, inventory)]
-        symbols = SymbolTable()  # the kernels' and the candidate DAGs'
-
-        def make_learner():
-            if args.learner == "vp":
-                return KernelPerceptron(TreeKernel(args.lam, symbols=symbols), loss=args.loss,
-                                        epochs=args.epochs or 1, seed=k)
-            return RecursiveNetLearner(loss=args.loss, epochs=args.epochs or 12, seed=k)
+        prototype = make_learner(k)
+        # the kernel's table for the candidate DAGs (the recursive net reads any table)
+        symbols = (prototype.kernel.symbols if isinstance(prototype, KernelPerceptron)
+                   else SymbolTable())
 
         def candidates(s):  # straight into a hash-consed DAG: no tree per candidate
             return s.dag(symbols, reduced)
@@ -74,14 +93,14 @@ def main():
         t0 = time.perf_counter()
         cands, gold = CandidateSets(sets, symbols, reduced), [s.gold for s in sets]  # built on access
         if args.specialise:
-            learner = SpecialisedLearner(make_learner).fit(cands, gold,
-                                                           [foot_class(s.foot) for s in sets])
+            learner = SpecialisedLearner(prototype).fit(cands, gold,
+                                                        [foot_class(s.foot) for s in sets])
             learners = list(learner.learners.values())
 
             def utilities(s):
                 return learner.utilities(candidates(s), foot_class(s.foot))
         else:
-            learner = make_learner().fit(cands, gold)
+            learner = prototype.fit(cands, gold)
             learners = [learner]
 
             def utilities(s):
@@ -92,7 +111,7 @@ def main():
         t2 = time.perf_counter()
         results.append(L)
         updates, support = ((sum(x.n_updates for x in learners), sum(x.n_support for x in learners))
-                            if args.learner == "vp" else ("-", "-"))
+                            if isinstance(prototype, KernelPerceptron) else ("-", "-"))
         print(f"{k:6d} {len(sets):6d} {updates:>8} {support:>8} {t1 - t0:8.1f} "
               f"{t2 - t1:7.1f} " + " ".join(f"{100 * L[r]:6.2f}" for r in R), flush=True)
     for r in R:

@@ -84,7 +84,7 @@ def main():
         for path in args.ranks:
             nlp = spacy.load(path)
             tagger = nlp.get_pipe("distro_tagger")
-            A = tagger.model.get_param("A")
+            A = tagger.label_matrix
             print(f"{tagger.cfg['nuclear_lambda']:<10g} {A.shape[0]:<8d} "
                   f"{effective_rank(A):<21d} {path}")
 

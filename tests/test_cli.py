@@ -3,7 +3,9 @@ import sys
 
 import pytest
 from spacy.tokens import DocBin
+from typer.testing import CliRunner
 
+from spacy_structpref.cli import app
 from spacy_structpref.cli.convert import convert
 from spacy_structpref.corpora.assets import PACKAGES, fetch_nltk_data, md5
 from spacy_structpref.errors import CorpusError
@@ -15,6 +17,7 @@ def test_convert_ptb_writes_splits(tmp_path, nlp):
     docs = list(DocBin().from_disk(tmp_path / "dev.spacy").get_docs(nlp.vocab))
     assert len(docs) == 5 and docs[0]._.parse is not None
     assert not list(tmp_path.glob("*.part"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dev.spacy", "test.spacy", "train.spacy"]
 
 
 def test_convert_unknown_corpus(tmp_path):
@@ -27,6 +30,27 @@ def test_module_cli_reports_errors_cleanly(tmp_path):
                          capture_output=True, text=True)
     assert out.returncode == 1 and "unknown corpus 'penn'" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_spacy_cli_reports_errors_cleanly(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "spacy", "structpref-convert", "penn", str(tmp_path)],
+                         capture_output=True, text=True)
+    assert out.returncode == 1 and "unknown corpus 'penn'" in out.stderr
+    assert "Traceback" not in out.stderr + out.stdout
+
+
+@pytest.mark.parametrize("args,message", [
+    (["learning-curve", "out", "-c", "a.cfg", "--train", "t", "--test", "t", "--fractions", "a,b"],
+     "--fractions must be a comma-separated list of numbers, got 'a,b'"),
+    (["label-map", "no-such-model", "map.png"], "no trained pipeline at 'no-such-model'"),
+    (["draw-tree", "(S (NP", "t.svg"], ""),
+])
+def test_structpref_errors_are_one_failure_line(tmp_path, monkeypatch, args, message):
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0] and "Traceback" not in result.output
 
 
 def test_fetch_copies_and_verifies(tmp_path):

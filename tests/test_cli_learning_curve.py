@@ -93,3 +93,4 @@ def test_failed_run_reports_its_log(tiny_ptb, tmp_path):
         learning_curve([CONFIGS / "ssvm_baseline.cfg"], tmp_path, train_path=tiny_ptb / "train.spacy",
                        test_path=tiny_ptb / "test.spacy", fractions=[1.0], seeds=[0], progress=False,
                        overrides=["--components.distro_tagger.w_steps", "0"])
+    assert not list(tmp_path.glob("runs/*/*/scores*.json"))  # no partial scores left behind

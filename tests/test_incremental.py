@@ -7,10 +7,9 @@ from nltk.tree import Tree
 from spacy_structpref.corpora import ptb_trees
 from spacy_structpref.errors import StructPrefError
 from spacy_structpref.incremental import (ATTACH, FOOT_CLASSES, LIFT, OTHERS, CPInventory,
-                                          CPType, PreferenceSet, candidate_edits, connection_paths,
+                                          CPType, PreferenceSet, candidate_dag, candidate_edits, connection_paths,
                                           extend, foot_class, incremental_trees, preference_sets)
-from spacy_structpref.kernels import TreeSetDAG
-from spacy_structpref.trees import SymbolTable
+from spacy_structpref.trees import SymbolTable, TreeSetDAG
 
 from strategies import trees
 
@@ -216,6 +215,22 @@ def test_dag_sets_on_ptb():
     inventory = CPInventory.from_trees(ptb_trees("train")[:200])
     for tree in ptb_trees("dev")[:15]:
         _check_dag_sets(tree, inventory)
+
+
+def test_candidate_dag_needs_no_gold():
+    """What an incremental parser does on new text: the prefix it has built,
+    a word and its tag, every edit the inventory allows, no gold tree."""
+    train = [Tree.fromstring(SENT)] + ptb_trees("train")[:50]
+    inventory = CPInventory.from_trees(train)
+    symbols = SymbolTable()
+    prefix = incremental_trees(Tree.fromstring(SENT))[1]
+    for token, tag in [("the", "DT"), ("old", "JJ"), ("of", "IN"), ("ran", "VBD")]:
+        edits = candidate_edits(prefix, tag, inventory)
+        assert edits
+        for reduced in (True, False):
+            got = candidate_dag(prefix, token, edits, symbols, reduced)
+            assert list(got) == [extend(prefix, cp, d, token, reduced) for cp, d in edits]
+    assert len(candidate_dag(prefix, "x", [], symbols)) == 0
 
 
 def test_inventory_counts_and_round_trip():

@@ -7,8 +7,9 @@ from hypothesis import strategies as st
 from nltk.tree import Tree
 
 from spacy_structpref.errors import StructPrefError
-from spacy_structpref.kernels import TreeBatch, TreeSetDAG, gram
-from spacy_structpref.trees import SymbolTable, trees_to_arrays
+from spacy_structpref.kernels import (TreeBatch, dag_kernel_block, dag_nbytes, dag_self_kernels,
+                                      dag_weighted_sums, gram)
+from spacy_structpref.trees import SymbolTable, TreeSetDAG, trees_to_arrays
 
 from strategies import trees
 
@@ -30,11 +31,11 @@ def test_dag_block_equals_gram(set1, set2, lam, sigma):
     a, b = trees_to_arrays(set1, symbols), trees_to_arrays(set2, symbols)
     d1, d2 = TreeSetDAG(a), TreeSetDAG(b)
     expected = gram(a, b, lam=lam, sigma=sigma, normalize=False, n_threads=1)
-    K, pairs = d1.kernel_block(d2, lam=lam, sigma=sigma, return_pairs=True)
+    K, pairs = dag_kernel_block(d1, d2, lam=lam, sigma=sigma, return_pairs=True)
     np.testing.assert_allclose(K, expected, rtol=1e-12, atol=1e-300)
-    np.testing.assert_allclose(d1.kernel_block(lam=lam, sigma=sigma), gram(a, lam=lam, sigma=sigma, normalize=False),
+    np.testing.assert_allclose(dag_kernel_block(d1, lam=lam, sigma=sigma), gram(a, lam=lam, sigma=sigma, normalize=False),
                                rtol=1e-12)
-    np.testing.assert_allclose(d1.kernel_block(d2, lam=lam, sigma=sigma, normalize=True),
+    np.testing.assert_allclose(dag_kernel_block(d1, d2, lam=lam, sigma=sigma, normalize=True),
                                gram(a, b, lam=lam, sigma=sigma), rtol=1e-12)
     assert d1.n_dag_nodes <= d1.n_tree_nodes
 
@@ -46,7 +47,7 @@ def test_weighted_sums_equal_weights_times_gram(set1, set2, lam, sigma, normaliz
     symbols = SymbolTable()
     a, b = trees_to_arrays(set1, symbols), trees_to_arrays(set2, symbols)
     w = np.random.default_rng(seed).normal(size=len(a))
-    sums = TreeSetDAG(a).weighted_sums(w, TreeSetDAG(b), lam=lam, sigma=sigma, normalize=normalize)
+    sums = dag_weighted_sums(TreeSetDAG(a), w, TreeSetDAG(b), lam=lam, sigma=sigma, normalize=normalize)
     expected = w @ gram(a, b, lam=lam, sigma=sigma, normalize=normalize, n_threads=1)
     np.testing.assert_allclose(sums, expected, rtol=1e-10, atol=1e-10 * np.abs(expected).max())
 
@@ -58,24 +59,24 @@ def test_sharing_is_counted_once():
     assert dag.n_dag_nodes == 6 and dag.n_tree_nodes == 18
     assert dag.roots == [5, 5] and dag.children[5] == (2, 4) and dag.children[4] == (3, 2)
     assert dag.symbols.production_str(dag.productions[2]) == "NP -> DT NN"
-    np.testing.assert_allclose(dag.kernel_block(), gram([t, t], normalize=False))
+    np.testing.assert_allclose(dag_kernel_block(dag), gram([t, t], normalize=False))
     i = dag.add("(S (NP (DT the) (NN cat)))")
     assert i == 2 and dag.n_dag_nodes == 9
-    np.testing.assert_allclose(dag.kernel_block(), gram(list(dag), normalize=False))
-    assert dag.nbytes() > 0
+    np.testing.assert_allclose(dag_kernel_block(dag), gram(list(dag), normalize=False))
+    assert dag_nbytes(dag) > 0
 
 
 def test_dag_errors():
     x, y = TreeSetDAG(["(S (A a))"]), TreeSetDAG(["(S (A a))"])
     with pytest.raises(StructPrefError, match="mismatched vocabularies"):
-        x.kernel_block(y)
+        dag_kernel_block(x, y)
     with pytest.raises(StructPrefError, match="mismatched vocabularies"):
-        x.weighted_sums([1.0], y)
+        dag_weighted_sums(x, [1.0], y)
     with pytest.raises(StructPrefError, match="weights of shape"):
-        x.weighted_sums([1.0, 2.0], TreeSetDAG(["(S (A a))"], x.symbols))
+        dag_weighted_sums(x, [1.0, 2.0], TreeSetDAG(["(S (A a))"], x.symbols))
     with pytest.raises(StructPrefError, match="λ"):
-        x.kernel_block(lam=0)
-    assert TreeSetDAG([], symbols=x.symbols).kernel_block(x).shape == (0, 1)
+        dag_kernel_block(x, lam=0)
+    assert dag_kernel_block(TreeSetDAG([], symbols=x.symbols), x).shape == (0, 1)
 
 
 @settings(max_examples=60, deadline=None)
@@ -83,12 +84,12 @@ def test_dag_errors():
 def test_self_kernels_on_the_dag(set1, set2, lam, sigma):
     dag = TreeSetDAG(set1)
     expected = TreeBatch(set1, dag.symbols).self_kernels(lam, sigma)
-    np.testing.assert_allclose(dag.self_kernels(lam, sigma), expected, rtol=1e-12)
+    np.testing.assert_allclose(dag_self_kernels(dag, lam, sigma), expected, rtol=1e-12)
     for t in set2:  # the cache grows with the set
         dag.add(t)
     expected = TreeBatch(set1 + set2, dag.symbols).self_kernels(lam, sigma)
-    np.testing.assert_allclose(dag.self_kernels(lam, sigma), expected, rtol=1e-12)
-    assert dag.self_kernels(lam, sigma) is dag.self_kernels(lam, sigma)
+    np.testing.assert_allclose(dag_self_kernels(dag, lam, sigma), expected, rtol=1e-12)
+    assert dag_self_kernels(dag, lam, sigma) is dag_self_kernels(dag, lam, sigma)
 
 
 @settings(max_examples=60, deadline=None)
@@ -138,14 +139,14 @@ def test_join_equals_hash_consing_all_trees(parts):
     symbols = SymbolTable()
     dags = [TreeSetDAG(p, symbols) for p in parts]
     for d in dags[::2]:
-        d.self_kernels(0.4, 1)
+        dag_self_kernels(d, 0.4, 1)
     joined = TreeSetDAG.join(dags)
     reference = TreeSetDAG([t for p in parts for t in p], symbols)
     assert (joined.productions, joined.children, joined.roots, joined.occurrences) == \
         (reference.productions, reference.children, reference.roots, reference.occurrences)
     # self-kernels carried over only when every part has them
-    assert ((0.4, 1.0) in joined._self) == (len(dags) == 1)
-    np.testing.assert_allclose(joined.self_kernels(), reference.self_kernels(), rtol=1e-12)
+    assert (("self_kernels", 0.4, 1.0) in joined.per_tree) == (len(dags) == 1)
+    np.testing.assert_allclose(dag_self_kernels(joined), dag_self_kernels(reference), rtol=1e-12)
     with pytest.raises(StructPrefError, match="different SymbolTables"):
         TreeSetDAG.join([dags[0], TreeSetDAG(parts[0])])
 

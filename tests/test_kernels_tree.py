@@ -12,8 +12,9 @@ from hypothesis import strategies as st
 from nltk.tree import Tree
 
 from spacy_structpref.errors import StructPrefError
-from spacy_structpref.kernels import TreeBatch, composite_gram, composite_kernel, gram, tree_kernel
-from spacy_structpref.trees import SymbolTable, TreeArrays, to_bracketed, tree_to_doc, trees_to_arrays
+from spacy_structpref.kernels import TreeBatch, composite_gram, composite_kernel, gram, pack, tree_kernel
+from spacy_structpref.trees import (SymbolTable, TreeArrays, parse_bracketed, to_bracketed, tree_to_doc,
+                                    trees_to_arrays)
 
 from strategies import trees
 
@@ -44,7 +45,8 @@ def ptb_lines(tmp_path_factory):
     if not (BENCH / "dump_trees.py").is_file():
         pytest.skip(f"{BENCH / 'dump_trees.py'} not found (needs ../shared beside the checkout)")
     out = tmp_path_factory.mktemp("dump")
-    env = dict(os.environ, NLTK_DATA=os.environ.get("NLTK_DATA", str(NLTK_DATA)))
+    # absolute: dump_trees.py runs in another directory
+    env = dict(os.environ, NLTK_DATA=str(Path(os.environ.get("NLTK_DATA", NLTK_DATA)).resolve()))
     if not Path(env["NLTK_DATA"]).is_dir():
         pytest.skip(f"NLTK data not found at {env['NLTK_DATA']}")
     subprocess.run([sys.executable, str(BENCH / "dump_trees.py"), "30"], cwd=out, env=env, check=True,
@@ -136,6 +138,28 @@ def test_batch_caches_self_kernels():
     K = gram(batch, batch, normalize=False)
     np.testing.assert_allclose(diag, np.diag(K))
     np.testing.assert_allclose(gram(batch, lines[:2]), gram(lines)[:, :2])
+
+
+PACKED = ("node_off", "prod", "kid_off", "kids", "run_off", "run_prod", "run_start", "order")
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(trees(), max_size=6), st.booleans(), st.sampled_from([0, 1]))
+def test_batch_from_strings_matches_the_slow_path(trees_, outer, sigma):
+    """TreeBatch(strings) reads brackets in one pass; the reference is
+    parse_bracketed + TreeArrays.from_tree + pack of the TreeArrays list."""
+    texts = [f"( {to_bracketed(t)} )" if outer else to_bracketed(t) for t in trees_]
+    fast = TreeBatch(texts)
+    slow = trees_to_arrays([parse_bracketed(t) for t in texts])
+    packed = pack(slow)
+    for name in PACKED:
+        assert np.array_equal(getattr(fast.packed, name), getattr(packed, name)), name
+    assert len(fast) == len(texts)
+    if slow:
+        assert fast.symbols.to_dict() == slow[0].symbols.to_dict()
+    K = gram(fast, lam=0.3, sigma=sigma, normalize=False)
+    assert np.array_equal(K, gram(slow, lam=0.3, sigma=sigma, normalize=False))
+    assert np.array_equal(gram(texts, lam=0.3, sigma=sigma), gram(TreeBatch(slow), lam=0.3, sigma=sigma))
 
 
 def test_composite_kernel():

@@ -3,6 +3,7 @@ import pytest
 import spacy
 from spacy.tokens import Doc, DocBin
 from spacy.training import Example
+from spacy.util import raise_error
 
 import spacy_structpref.components.forest_parser  # noqa: F401  (registers the factory)
 from spacy_structpref.components.forest_parser import FALLBACK_KEY
@@ -115,3 +116,97 @@ def test_upstream_tags_kept_or_used(trained):
     doc = nlp(doc)
     assert [t.tag_ for t in doc] == ["PRP", "VBN", "DT", "NNS", "."]
     assert [tag for _, tag in doc._.parse.pos()] == ["PRP", "VBN", "DT", "NNS", "."]
+
+
+TEXTS = ["He sold the shares .", "Prices fell sharply .", "The company said its profit rose 5 % .",
+         "It rose .", "The stock closed at $ 10 ."]
+
+
+def _parses(docs):
+    return [(d._.nbest, [(s.label_, s.start, s.end) for s in d.spans["constituents"]]) for d in docs]
+
+
+def test_pipe_in_batches_matches_one_by_one(trained):
+    one_by_one = [trained(text) for text in TEXTS]
+    batched = list(trained.pipe(TEXTS, batch_size=2))
+    assert _parses(batched) == _parses(one_by_one)
+
+
+@pytest.mark.parametrize("where", ["nlp", "pipe"])
+def test_error_handler_gets_the_failing_doc_and_the_rest_flows(trained, monkeypatch, where):
+    component = trained.get_pipe("forest_parser")
+    parser = component.parser
+    parse = parser.parse
+
+    def fragile(words, *args, **kwargs):
+        if "BOOM" in words:
+            raise RuntimeError("cannot parse BOOM")
+        return parse(words, *args, **kwargs)
+
+    monkeypatch.setattr(parser, "parse", fragile)
+    failed = []
+
+    def handler(name, proc, docs, error):
+        failed.append((name, proc, [d.text for d in docs], str(error)))
+
+    texts = TEXTS[:2] + ["BOOM goes the parser ."] + TEXTS[2:]
+    with pytest.raises(RuntimeError, match="BOOM"):  # spaCy's default handler re-raises
+        list(trained.pipe(texts, batch_size=2))
+    if where == "nlp":
+        trained.set_error_handler(handler)
+    else:
+        component.set_error_handler(handler)
+    try:
+        docs = list(trained.pipe(texts, batch_size=2))
+    finally:
+        trained.set_error_handler(raise_error)  # the fixture's pipeline is shared
+    assert failed == [("forest_parser", component, ["BOOM goes the parser ."], "cannot parse BOOM")]
+    assert [d.text for d in docs] == TEXTS
+    assert _parses(docs) == _parses(trained(t) for t in TEXTS)
+
+
+def test_spans_key_setting_writes_there_and_round_trips(tmp_path):
+    from spacy_structpref.trees import parse_bracketed, tree_to_doc
+
+    nlp = spacy.blank("en")
+    pipe = nlp.add_pipe("forest_parser", config={"spans_key": "syntax", "k": 3})
+    gold = [tree_to_doc(nlp.vocab, parse_bracketed(t), spans_key="syntax") for t in
+            ["(TOP (S (NP (DT the) (NN dog)) (VP (VBZ barks))))", "(TOP (S (NP (DT a) (NN cat)) (VP (VBZ sleeps))))"]]
+    nlp.initialize(lambda: [Example(plain(nlp, g), g) for g in gold])
+    doc = nlp("the cat barks")
+    assert "constituents" not in doc.spans
+    assert to_bracketed(doc_to_tree(doc, "syntax")) == "(TOP (S (NP (DT the) (NN cat)) (VP (VBZ barks))))"
+    assert nlp.evaluate([Example(plain(nlp, g), g) for g in gold])["parse_fallbacks"] == 0
+    nlp.to_disk(tmp_path / "model")
+    loaded = spacy.load(tmp_path / "model")
+    assert loaded.get_pipe("forest_parser").cfg["spans_key"] == "syntax"
+    again = loaded("the cat barks")
+    assert "constituents" not in again.spans
+    assert [(s.label_, s.start, s.end) for s in again.spans["syntax"]] == \
+        [(s.label_, s.start, s.end) for s in doc.spans["syntax"]]
+    with pytest.raises(StructPrefError, match="spans_key"):
+        nlp.add_pipe("forest_parser", name="bad", config={"spans_key": ""})
+    assert pipe.cfg["spans_key"] == "syntax"
+
+
+def test_serialisation_honours_exclude(trained, tmp_path):
+    source = trained.get_pipe("forest_parser")
+    words = "He sold the shares .".split()
+    nlp = spacy.blank("en")
+    pipe = nlp.add_pipe("forest_parser", config={"k": 2})
+    pipe.from_bytes(source.to_bytes(exclude=["grammar"]))
+    assert pipe.grammar is None and pipe.cfg["k"] == 10
+    pipe.from_bytes(source.to_bytes(), exclude=["cfg"])
+    assert pipe.grammar is not None and pipe.cfg["k"] == 10  # cfg kept from the first load
+    source.to_disk(tmp_path / "no_grammar", exclude=["grammar"])
+    assert not (tmp_path / "no_grammar" / "grammar.msgpack").exists()
+    fresh = spacy.blank("en").add_pipe("forest_parser", config={"k": 2})
+    fresh.from_disk(tmp_path / "no_grammar")
+    assert fresh.grammar is None and fresh.cfg["k"] == 10
+    source.to_disk(tmp_path / "full")
+    fresh = spacy.blank("en").add_pipe("forest_parser", config={"k": 2})
+    fresh.from_disk(tmp_path / "full", exclude=["cfg"])
+    assert fresh.cfg["k"] == 2 and fresh.grammar is not None
+    doc = fresh(Doc(fresh.vocab, words=words))
+    assert len(doc._.nbest) == 2
+    assert doc._.nbest == [list(x) for x in trained(Doc(trained.vocab, words=words))._.nbest[:2]]

@@ -1,6 +1,7 @@
-"""SPEC §4 identity on parser forests: the forest kernel of two parser
-forests equals the expected subset-tree kernel over the parser's posterior
-distributions of (n-ary, treebank-label) trees, computed by enumeration."""
+"""The forest-kernel identity (Zhang et al. 2010) on parser forests: the
+forest kernel of two parser forests equals the expected subset-tree kernel
+over the parser's posterior distributions of (n-ary, treebank-label) trees,
+computed by enumeration."""
 import pytest
 from nltk.tree import Tree
 
@@ -22,7 +23,7 @@ def production(node):
 
 
 def collins_duffy(t1, t2, lam):
-    """Plain-Python subset-tree kernel (SPEC §4), the slow reference."""
+    """Plain-Python subset-tree kernel (Collins & Duffy 2002), the slow reference."""
     nodes1 = list(t1.subtrees())
     nodes2 = list(t2.subtrees())
     memo = {}

@@ -10,6 +10,7 @@ from spacy.training import Example
 
 import spacy_structpref.components.distro_tagger  # noqa: F401  (registers the factory)
 from spacy_structpref.corpora import corpus_docs
+from spacy_structpref.errors import TaggerError
 from spacy_structpref.models.distro import effective_rank
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -75,7 +76,21 @@ def test_serialisation_round_trip(trained, tmp_path):
     fresh = spacy.blank("en").add_pipe("distro_tagger", config={"model": {"rank": 12}})
     fresh.from_bytes(tagger.to_bytes())
     assert fresh.labels == tagger.labels
-    numpy.testing.assert_array_equal(fresh.model.get_param("A"), tagger.model.get_param("A"))
+    numpy.testing.assert_array_equal(fresh.label_matrix, tagger.label_matrix)
+
+
+def test_every_sublayer_round_trips(trained, tmp_path):
+    tagger = trained.get_pipe("distro_tagger")
+    tagger.to_disk(tmp_path / "tagger")
+    fresh = spacy.blank("en").add_pipe("distro_tagger", config={"model": {"rank": 12}})
+    fresh.from_disk(tmp_path / "tagger")
+    nodes = list(tagger.model.walk())
+    assert [n.name for n in fresh.model.walk()] == [n.name for n in nodes]
+    assert {n.name for n in nodes} >= {"sparse_features", "distro_weights", "distro_labels"}
+    for old, new in zip(nodes, fresh.model.walk()):
+        assert old.param_names == new.param_names
+        for name in old.param_names:
+            numpy.testing.assert_array_equal(new.get_param(name), old.get_param(name))
 
 
 def test_multiprocessing(trained):
@@ -92,25 +107,25 @@ def test_onehot_baseline_keeps_A_and_alternation_moves_it():
     _train(nlp, train, epochs=1)
     tagger = nlp.get_pipe("distro_tagger")
     M = len(tagger.labels)
-    numpy.testing.assert_array_equal(tagger.model.get_param("A"), numpy.eye(M))
+    numpy.testing.assert_array_equal(tagger.label_matrix, numpy.eye(M))
 
     nlp2 = spacy.blank("en")
     nlp2.add_pipe("distro_tagger", config={"model": {"rank": 8}, "w_steps": 2, "a_steps": 2,
                                            "nuclear_lambda": 0.0})
     opt = nlp2.initialize(lambda: train)
     tagger2 = nlp2.get_pipe("distro_tagger")
-    A0 = tagger2.model.get_param("A").copy()
+    A0 = tagger2.label_matrix.copy()
     W0 = None
     for i in range(4):
-        before_A = tagger2.model.get_param("A").copy()
+        before_A = tagger2.label_matrix.copy()
         nlp2.update(train[i * 8:(i + 1) * 8], sgd=opt)
-        moved = not numpy.allclose(before_A, tagger2.model.get_param("A"))
+        moved = not numpy.allclose(before_A, tagger2.label_matrix)
         # steps 0, 1 update w only; steps 2, 3 update A only
         assert moved == (i >= 2)
         if i == 1:
-            W0 = tagger2.model.get_param("WT").copy()
-    numpy.testing.assert_array_equal(W0, tagger2.model.get_param("WT"))
-    assert not numpy.allclose(A0, tagger2.model.get_param("A"))
+            W0 = tagger2.model.get_ref("weights").get_param("WT").copy()
+    numpy.testing.assert_array_equal(W0, tagger2.model.get_ref("weights").get_param("WT"))
+    assert not numpy.allclose(A0, tagger2.label_matrix)
 
 
 def test_nuclear_norm_lowers_rank():
@@ -121,7 +136,7 @@ def test_nuclear_norm_lowers_rank():
                                               "nuclear_lambda": lam})
         train = _examples(nlp, "train", 80)
         _train(nlp, train, epochs=1)
-        ranks[lam] = effective_rank(nlp.get_pipe("distro_tagger").model.get_param("A"))
+        ranks[lam] = effective_rank(nlp.get_pipe("distro_tagger").label_matrix)
     assert ranks[0.0] == 10 and ranks[1500.0] < 10
 
 
@@ -142,5 +157,9 @@ def test_missing_tags_and_errors():
         tagger.add_label("Z")
     with pytest.raises(ValueError, match="w_steps"):
         spacy.blank("en").add_pipe("distro_tagger", config={"w_steps": 0})
+    with pytest.raises(TaggerError, match="strings"):
+        tagger.add_label(3)
+    with pytest.raises(TaggerError, match="nuclear_lambda"):
+        spacy.blank("en").add_pipe("distro_tagger", config={"nuclear_lambda": -1.0})
     with pytest.raises(TypeError):  # spaCy's own check of the callback
         spacy.blank("en").add_pipe("distro_tagger").initialize(lambda: [])

@@ -65,6 +65,6 @@ def test_configs_build_and_tag(name, onehot):
     tagger = nlp.get_pipe("distro_tagger")
     assert tagger.model.attrs["onehot"] is onehot
     if onehot:
-        numpy.testing.assert_array_equal(tagger.model.get_param("A"), numpy.eye(len(tagger.labels)))
+        numpy.testing.assert_array_equal(tagger.label_matrix, numpy.eye(len(tagger.labels)))
     doc = nlp(Doc(nlp.vocab, words=["A", "test", "."]))
     assert all(t.tag_ in tagger.labels for t in doc)

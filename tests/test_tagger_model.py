@@ -5,9 +5,11 @@ import pytest
 import spacy
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from thinc.api import Model
+from thinc.api import Adam, Model
 
-from spacy_structpref.models.distro import DistroTagger, effective_rank, prox_step
+from spacy_structpref.errors import TaggerError
+from spacy_structpref.models.distro import (DistroTagger, effective_rank, finish_label_update,
+                                            prox_step, set_phase)
 from spacy_structpref.models.sparse_features import TEMPLATES, SparseFeatures, doc_keys
 
 
@@ -58,7 +60,7 @@ def test_gradients_match_finite_differences(docs, project):
     N = sum(len(x) for x in docs)
     G = (rng.standard_normal((N, M)).astype("f"), rng.standard_normal((M, M)).astype("f"),
          rng.standard_normal(M).astype("f"))
-    model.attrs["update_w"] = model.attrs["update_A"] = True
+    set_phase(model, update_w=True, update_A=True)
     _, backprop = model.begin_update(docs)
     backprop(G)
     eps = 1e-2
@@ -89,36 +91,75 @@ def test_phases_select_parameters(docs):
     model = DistroTagger(fixed_features(5), rank=3, nO=4)
     model.initialize(X=docs)
     _set_random_params(model, numpy.random.default_rng(0))
-    model.attrs["update_w"], model.attrs["update_A"] = False, True
+    set_phase(model, update_w=False, update_A=True)
     scores, backprop = model.begin_update(docs)
     backprop((numpy.ones_like(scores.emissions), numpy.ones((4, 4), "f"), numpy.ones(4, "f")))
-    assert model.has_grad("A") and not model.has_grad("W") and not model.has_grad("WT")
+    labels, weights = model.get_ref("labels"), model.get_ref("weights")
+    assert labels.has_grad("A") and not weights.has_grad("W") and not weights.has_grad("WT")
+
+
+def _params(model):
+    return {(i, name): node.get_param(name).copy() for i, node in enumerate(model.walk())
+            for name in node.param_names if node.has_param(name)}
+
+
+def test_label_step_is_scaled_adam_then_prox_on_A_and_its_average(docs):
+    model = DistroTagger(fixed_features(5), rank=3, nO=4)
+    model.initialize(X=docs)
+    _set_random_params(model, numpy.random.default_rng(0))
+    set_phase(model, update_w=False, update_A=True)
+    scores, backprop = model.begin_update(docs)
+    backprop((numpy.ones_like(scores.emissions), numpy.ones((4, 4), "f"), numpy.ones(4, "f")))
+    labels = model.get_ref("labels")
+    A, dA = labels.get_param("A").copy(), labels.get_grad("A").copy()
+    before = _params(model)
+    opt = Adam(0.1, use_averages=True)
+    rank = finish_label_update(labels, opt, lr_scale=0.5, nuclear_lambda=4.0)
+    # reference: a first Adam step at learn rate 0.1 · 0.5, then the prox at 0.05 · 4
+    stepped, _ = Adam(0.05)(("ref", "A"), A, dA)
+    expected, expected_rank = prox_step(stepped, 0.2)
+    numpy.testing.assert_allclose(labels.get_param("A"), expected, rtol=1e-5, atol=1e-6)
+    assert rank == expected_rank
+    averaged = opt.averages[(labels.id, "A")]
+    numpy.testing.assert_allclose(numpy.linalg.norm(averaged, axis=0), 1.0, rtol=1e-5)
+    after = _params(model)
+    changed = {key for key in before if not numpy.array_equal(before[key], after[key])}
+    assert changed == {(i, "A") for i, node in enumerate(model.walk()) if node is labels}
+
+
+def test_model_errors_are_tagger_errors(docs):
+    with pytest.raises(TaggerError, match="rank"):
+        DistroTagger(fixed_features(4), rank=0)
+    with pytest.raises(TaggerError, match="number of labels"):
+        DistroTagger(fixed_features(4)).initialize(X=docs)
+    with pytest.raises(TaggerError, match="n_hashes"):
+        SparseFeatures(n_hashes=5)
 
 
 def test_onehot_is_the_structured_svm(docs):
     model = DistroTagger(SparseFeatures(n_rows=64), rank=2, onehot=True, nO=5)
     model.initialize(X=docs)
     assert model.get_dim("nA") == 5
-    numpy.testing.assert_array_equal(model.get_param("A"), numpy.eye(5))
-    model.attrs["update_A"] = True
+    numpy.testing.assert_array_equal(model.get_ref("labels").get_param("A"), numpy.eye(5))
+    set_phase(model, update_w=True, update_A=True)
     scores, backprop = model.begin_update(docs)
     backprop((numpy.ones_like(scores.emissions), numpy.ones((5, 5), "f"), numpy.ones(5, "f")))
-    assert not model.has_grad("A")
+    assert not model.get_ref("labels").has_grad("A")
     # with A = I the scores are the plain SSVM parts: transitions are W_T itself
     WT = numpy.arange(25, dtype="f").reshape(5, 5)
-    model.set_param("WT", WT)
+    model.get_ref("weights").set_param("WT", WT)
     numpy.testing.assert_allclose(model.predict(docs).transitions, WT)
 
 
 def test_init_of_A(docs):
     low = DistroTagger(fixed_features(4), rank=3, nO=6)
     low.initialize(X=docs)
-    numpy.testing.assert_allclose(numpy.linalg.norm(low.get_param("A"), axis=0), 1.0, rtol=1e-5)
+    numpy.testing.assert_allclose(numpy.linalg.norm(low.get_ref("labels").get_param("A"), axis=0), 1.0, rtol=1e-5)
     high = DistroTagger(fixed_features(4), rank=8, nO=6)
     high.initialize(X=docs)
-    numpy.testing.assert_array_equal(high.get_param("A"), numpy.eye(8, 6))
+    numpy.testing.assert_array_equal(high.get_ref("labels").get_param("A"), numpy.eye(8, 6))
     for name in ("W", "WT", "w0", "b"):
-        assert not high.get_param(name).any()  # w = 0 at start
+        assert not high.get_ref("weights").get_param(name).any()  # w = 0 at start
     with pytest.raises(ValueError, match="number of labels"):
         DistroTagger(fixed_features(4)).initialize(X=docs)
     with pytest.raises(ValueError, match="rank"):
@@ -129,11 +170,11 @@ def test_unset_rank_is_one_per_label(docs):
     model = DistroTagger(SparseFeatures(n_rows=64), nO=7)
     model.initialize(X=docs)
     assert model.get_dim("nA") == 7 and model.layers[0].get_dim("nO") == 7
-    numpy.testing.assert_array_equal(model.get_param("A"), numpy.eye(7))
-    model.attrs["update_A"] = True  # unlike onehot, A is learned
+    numpy.testing.assert_array_equal(model.get_ref("labels").get_param("A"), numpy.eye(7))
+    set_phase(model, update_w=True, update_A=True)  # unlike onehot, A is learned
     scores, backprop = model.begin_update(docs)
     backprop((numpy.ones_like(scores.emissions), numpy.ones((7, 7), "f"), numpy.ones(7, "f")))
-    assert model.has_grad("A")
+    assert model.get_ref("labels").has_grad("A")
 
 
 @settings(max_examples=60, deadline=None)

@@ -1,10 +1,15 @@
+import re
+
+import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from nltk.tree import Tree
 
 from spacy_structpref.errors import BracketError
-from spacy_structpref.trees import (escape_word, normalize_tree, parse_bracketed, restore_words,
-                                    strip_function_tags, to_bracketed)
+from spacy_structpref.trees import (SymbolTable, escape_word, normalize_tree, parse_bracketed, restore_words,
+                                    strip_function_tags, to_bracketed, trees_to_arrays)
+from spacy_structpref.trees.brackets import _tokenize, bracketed_to_arrays
 
 from strategies import trees
 
@@ -34,11 +39,90 @@ def test_ptb_outer_bracket_is_unlabeled_then_top():
 def test_malformed_brackets_raise_clear_errors(text, fragment):
     with pytest.raises(BracketError, match=fragment):
         parse_bracketed(text)
+    symbols = SymbolTable()
+    with pytest.raises(BracketError, match=fragment):
+        bracketed_to_arrays(["(A a)", text], symbols)
+    assert not symbols.labels and not symbols.words  # a failed batch interns nothing
 
 
 def test_not_a_string():
     with pytest.raises(BracketError, match="string"):
         parse_bracketed(None)
+    with pytest.raises(BracketError, match="string"):
+        bracketed_to_arrays(["(A a)", None])
+
+
+# Separators str.split breaks on, ASCII and not; words the escapes leave alone.
+SEPARATORS = [" ", "  ", "\t", "\n", "\x1c", "\u00a0", "\u3000", "\u2028"]
+READ_WORDS = ["a", "b", "é", "日本", "NN", "-LRB-", "x_y"]
+
+
+@st.composite
+def bracket_texts(draw):
+    """A random tree written with random whitespace (none, some places, next
+    to brackets), sometimes inside PTB's unlabeled outer bracket."""
+    text = to_bracketed(draw(trees(words=READ_WORDS)))
+    if draw(st.booleans()):
+        text = f"( {text} )"
+    toks = _tokenize(text)
+    out = [toks[0]]
+    for prev, tok in zip(toks, toks[1:]):
+        brackets = prev in "()" or tok in "()"
+        out.append(draw(st.sampled_from(SEPARATORS + [""] * 3 if brackets else SEPARATORS)))
+        out.append(tok)
+    return "".join(out)
+
+
+def _same_arrays(a, b):
+    for name in ("label", "prod", "start", "end", "child_start", "children"):
+        assert np.array_equal(getattr(a, name), getattr(b, name)), name
+    assert a.n_words == b.n_words
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(bracket_texts(), max_size=4), st.lists(bracket_texts(), max_size=2))
+def test_batch_reading_matches_parse_bracketed(texts, read_before):
+    """The one-pass reader gives parse_bracketed + TreeArrays.from_tree's arrays
+    and SymbolTable, also into a table that already holds symbols."""
+    fast, slow = SymbolTable(), SymbolTable()
+    bracketed_to_arrays(read_before, fast)
+    trees_to_arrays([parse_bracketed(t) for t in read_before], slow)
+    flat = bracketed_to_arrays(texts, fast)
+    expected = trees_to_arrays([parse_bracketed(t) for t in texts], slow)
+    assert fast.to_dict() == slow.to_dict()
+    assert len(flat) == len(expected) == len(flat.trees)
+    for a, b in zip(flat.trees, expected):
+        _same_arrays(a, b)
+        assert a.symbols is fast
+
+
+@st.composite
+def maybe_broken_texts(draw):
+    """A written tree with up to two tokens dropped or inserted."""
+    toks = _tokenize(draw(bracket_texts()))
+    for _ in range(draw(st.integers(0, 2))):
+        i = draw(st.integers(0, len(toks)))
+        if i < len(toks) and draw(st.booleans()):
+            del toks[i]
+        else:
+            toks.insert(i, draw(st.sampled_from(["(", ")", "S", "é"])))
+    return draw(st.sampled_from([" ", "\u00a0"])).join(toks)
+
+
+@settings(max_examples=300, deadline=None)
+@given(maybe_broken_texts())
+def test_batch_reading_fails_as_parse_bracketed(text):
+    """Any text, well formed or not: the reader accepts exactly what
+    parse_bracketed accepts and otherwise raises its error."""
+    try:
+        tree = parse_bracketed(text)
+    except BracketError as err:
+        with pytest.raises(BracketError, match=re.escape(str(err))):
+            bracketed_to_arrays(["(A a)", text, "(B b)"])
+        return
+    symbols = SymbolTable()
+    flat = bracketed_to_arrays(["(A a)", text, "(B b)"], symbols)
+    assert flat[1].to_tree() == tree
 
 
 @given(trees())

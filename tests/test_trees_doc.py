@@ -4,7 +4,7 @@ from spacy.tokens import DocBin
 
 from spacy_structpref.corpora import ptb_trees
 from spacy_structpref.errors import StructPrefError, TreeDocMismatch
-from spacy_structpref.trees import SPANS_KEY, parse_bracketed, set_tree, tree_to_doc
+from spacy_structpref.trees import SPANS_KEY, doc_to_tree, parse_bracketed, set_tree, tree_to_doc
 
 from strategies import trees
 
@@ -78,3 +78,13 @@ def test_overlapping_spans_are_rejected(nlp):
     doc.spans[SPANS_KEY] = [Span(doc, 0, 3, "S"), Span(doc, 0, 2, "X"), Span(doc, 1, 3, "Y")]
     with pytest.raises(StructPrefError, match="overlap"):
         doc._.parse
+
+
+def test_other_span_group(nlp):
+    tree = parse_bracketed(UNARY)
+    doc = tree_to_doc(nlp.vocab, tree, spans_key="gold")
+    assert SPANS_KEY not in doc.spans and doc._.parse is None
+    assert doc_to_tree(doc, "gold") == tree
+    set_tree(doc, parse_bracketed("(TOP (S (NN dogs) (VBP bark) (RB loudly)))"), set_tags=False, spans_key="pred")
+    assert doc_to_tree(doc, "gold") == tree and [t.tag_ for t in doc] == ["NN", "VBP", "RB"]
+    assert [s.label_ for s in doc.spans["pred"]] == ["TOP", "S"]

@@ -15,3 +15,7 @@ class TreeDocMismatch(StructPrefError):
 
 class CorpusError(StructPrefError):
     """An unknown corpus name, or corpus data that cannot be found."""
+
+
+class TaggerError(StructPrefError):
+    """A distro_tagger or its model got a setting, label or input it cannot use."""

@@ -1,8 +1,9 @@
-"""Saving safely (pipeline components and learners): a save is written to a
-temporary sibling directory and moved into place, so an interrupted save
-never leaves a half-written model; a marker file names what was saved (the
-component factory or learner class), so loading it into the wrong thing fails
-with a clear error."""
+"""Saving safely: a save is written to a temporary sibling and moved into
+place, so an interrupted save never leaves a half-written model or file
+(:func:`atomic_directory` for pipeline components and learners,
+:func:`atomic_file` for the command line's outputs); a marker file names what
+a directory holds (the component factory or learner class), so loading it
+into the wrong thing fails with a clear error."""
 import os
 import shutil
 import tempfile
@@ -37,6 +38,28 @@ def atomic_directory(path, factory: str) -> Iterator[Path]:
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def partial_path(path) -> Path:
+    """The temporary sibling :func:`atomic_file` writes ``path`` to:
+    ``name.part.ext``, so that the extension still tells the file's format."""
+    path = ensure_path(path)
+    return path.with_name(f"{path.stem}.part{path.suffix}")
+
+
+@contextmanager
+def atomic_file(path) -> Iterator[Path]:
+    """Yield :func:`partial_path` of ``path`` to write into; on success it
+    replaces ``path`` (``os.replace``, atomic on one file system), on an
+    exception it is removed and ``path`` is left as it was."""
+    path = ensure_path(path)
+    tmp = partial_path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def check_saved(path, factory: str) -> Path:

@@ -1,12 +1,36 @@
 """Command line: ``python -m spacy_structpref COMMAND`` (also ``spacy-structpref``
 and, through the ``spacy_cli`` entry point, ``python -m spacy structpref-COMMAND``)."""
+import functools
 from pathlib import Path
-from typing import List, Optional
+from typing import Callable, List, Optional
 
 import typer
+from wasabi import Printer
+
+from ..errors import StructPrefError
 
 app = typer.Typer(name="spacy_structpref", no_args_is_help=True, add_completion=False,
                   help="spacy-structpref: data preparation, evaluation and inspection commands.")
+_failure = Printer(no_print=True)  # formats wasabi's failure line; typer.echo puts it on stderr
+
+
+def command(name: str, **settings) -> Callable[[Callable], Callable]:
+    """``app.command(name)`` for a command that reports a StructPrefError (bad
+    input) as one failure line on stderr and exit status 1, not a traceback.
+    The spaCy CLI registers the same callbacks, so it reports them alike."""
+    def register(func: Callable) -> Callable:
+        @functools.wraps(func)
+        def run(*args, **kwargs):
+            try:
+                return func(*args, **kwargs)
+            except StructPrefError as err:
+                typer.echo(_failure.fail(str(err)), err=True)
+                raise typer.Exit(1)
+
+        return app.command(name, **settings)(run)
+
+    return register
+
 
 DATA_HELP = "NLTK data root to read corpora from (default: $NLTK_DATA)"
 
@@ -18,7 +42,7 @@ def _data_root(data: Optional[Path]) -> None:
         use_nltk_data(data.resolve())
 
 
-@app.command("fetch-data")
+@command("fetch-data")
 def fetch_data_cli(
     dest: Path = typer.Argument(..., help="Directory that becomes an NLTK data root"),
     offline: bool = typer.Option(False, "--offline", help="Never download; copy from $NLTK_DATA only"),
@@ -30,7 +54,7 @@ def fetch_data_cli(
         typer.echo(line)
 
 
-@app.command("convert")
+@command("convert")
 def convert_cli(
     corpus: str = typer.Argument(..., help="ptb, basque or brown"),
     output_dir: Path = typer.Argument(..., help="Where train/dev/test .spacy files go"),
@@ -44,7 +68,7 @@ def convert_cli(
     convert(corpus, output_dir, limit=limit)
 
 
-@app.command("evaluate-parse")
+@command("evaluate-parse")
 def evaluate_parse_cli(
     model: str = typer.Argument(..., help="Pipeline name or path that writes constituents"),
     data_path: Path = typer.Argument(..., help=".spacy file with gold constituents"),
@@ -57,7 +81,7 @@ def evaluate_parse_cli(
     evaluate_parse(model, data_path, output=output, batch_size=batch_size)
 
 
-@app.command("draw-tree")
+@command("draw-tree")
 def draw_tree_cli(
     source: str = typer.Argument(..., help="A bracketed tree, or a .spacy file with constituents"),
     output: Path = typer.Argument(..., help="SVG file to write"),
@@ -71,8 +95,6 @@ def draw_tree_cli(
         import spacy
         from spacy.tokens import DocBin
 
-        from ..errors import StructPrefError
-
         docs = list(DocBin().from_disk(source).get_docs(spacy.blank("xx").vocab))
         if not 0 <= index < len(docs) or docs[index]._.parse is None:
             raise StructPrefError(f"{source} has no Doc {index} with constituents ({len(docs)} Docs)")
@@ -83,7 +105,7 @@ def draw_tree_cli(
     typer.echo(f"wrote {output}")
 
 
-@app.command("label-map")
+@command("label-map")
 def label_map_cli(
     model: Path = typer.Argument(..., help="Trained pipeline with a distro_tagger"),
     output: Path = typer.Argument(..., help="Picture to write (.png or .svg)"),
@@ -95,16 +117,14 @@ def label_map_cli(
 
 
 def _numbers(text: str, kind, what: str) -> list:
-    from ..errors import StructPrefError
-
     try:
         return [kind(x) for x in text.split(",") if x.strip()]
     except ValueError:
         raise StructPrefError(f"{what} must be a comma-separated list of numbers, got {text!r}")
 
 
-@app.command("learning-curve", context_settings={"allow_extra_args": True,
-                                                  "ignore_unknown_options": True})
+@command("learning-curve", context_settings={"allow_extra_args": True,
+                                              "ignore_unknown_options": True})
 def learning_curve_cli(
     ctx: typer.Context,
     output_dir: Path = typer.Argument(..., help="Where subsets, runs, JSON and plot go"),
@@ -131,10 +151,4 @@ def learning_curve_cli(
 
 
 def main() -> None:
-    from ..errors import StructPrefError
-
-    try:
-        app()
-    except StructPrefError as err:
-        typer.echo(f"error: {err}", err=True)
-        raise SystemExit(1)
+    app()

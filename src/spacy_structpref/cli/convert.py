@@ -13,6 +13,7 @@ def convert(corpus: str, output_dir: Path, limit: Optional[int] = None) -> List[
     from ..corpora import SPLITS, corpus_items, item_to_doc
     from ..corpora.readers import CORPORA
     from ..errors import CorpusError
+    from ..saving import atomic_file
     from ..trees.doc import SPANS_KEY
 
     if corpus not in CORPORA:
@@ -33,9 +34,8 @@ def convert(corpus: str, output_dir: Path, limit: Optional[int] = None) -> List[
             tags.update(t.tag_ for t in doc)
             constituents += len(doc.spans[SPANS_KEY]) if SPANS_KEY in doc.spans else 0
         path = output_dir / f"{split}.spacy"
-        tmp = path.with_suffix(".spacy.part")
-        docbin.to_disk(tmp)
-        tmp.replace(path)  # never leave a half-written corpus file
+        with atomic_file(path) as tmp:  # never leave a half-written corpus file
+            docbin.to_disk(tmp)
         rows.append({"split": split, "sentences": len(items), "tokens": tokens, "tags": len(tags),
                      "constituents": constituents, "file": str(path)})
     msg.table([[r[k] for k in ("split", "sentences", "tokens", "tags", "constituents", "file")] for r in rows],

@@ -1,8 +1,9 @@
 """Learning curves: train one or more spaCy configs on growing, nested
 fractions of a training corpus with several seeds, evaluate every run on a
 test corpus, and print / save / draw the mean ± standard deviation per
-fraction. With the DISTRO and the one-hot SSVM configs this is the paper's
-comparison (SPEC §6) at every training-set size, each point a mean of seeds.
+fraction. With the DISTRO and the one-hot SSVM configs this is the
+comparison of Srikumar & Manning (2014) at every training-set size, each
+point a mean of seeds.
 
 Every run is an ordinary ``python -m spacy train`` followed by ``python -m
 spacy evaluate`` in a subprocess (so runs can go in parallel and a crash
@@ -22,6 +23,7 @@ from typing import Dict, List, Optional, Sequence
 
 from ..corpora.assets import md5
 from ..errors import StructPrefError
+from ..saving import atomic_file, partial_path
 
 SUBSET_SEED = 0  # one fixed order of the training Docs: the subsets are nested
 
@@ -73,9 +75,8 @@ def write_subsets(train_path: Path, fractions: Sequence[float], out_dir: Path) -
     for fraction in sorted(set(fractions)):
         subset = docs[: max(1, math.ceil(fraction * len(docs)))]
         path = out_dir / f"train_{fraction:g}.spacy"
-        tmp = path.with_suffix(".part")
-        DocBin(docs=subset, store_user_data=True).to_disk(tmp)
-        tmp.replace(path)
+        with atomic_file(path) as tmp:
+            DocBin(docs=subset, store_user_data=True).to_disk(tmp)
         subsets[fraction] = {"path": str(path), "docs": len(subset),
                              "tokens": sum(len(d) for d in subset),
                              "md5": md5(path)}
@@ -91,13 +92,14 @@ def _run(config: Path, train: dict, test_path: Path, seed: int, run_dir: Path,
     python = [sys.executable, "-m", "spacy"]
     train_cmd = [*python, "train", str(config), "--output", str(run_dir / "model"),
                  "--paths.train", train["path"], "--system.seed", str(seed), *overrides]
-    tmp_scores = run_dir / "scores.part.json"
+    scores_path, commands_path = run_dir / "scores.json", run_dir / "commands.json"
+    # spacy evaluate writes where atomic_file (below) expects it
     eval_cmd = [*python, "evaluate", str(run_dir / "model" / "model-best"), str(test_path),
-                "--output", str(tmp_scores)] + (["--gold-preproc"] if gold_preproc else [])
+                "--output", str(partial_path(scores_path))]
+    eval_cmd += ["--gold-preproc"] if gold_preproc else []
     # the interpreter path is left out so that a new virtual environment can resume
     recorded = {"train": train_cmd[1:], "evaluate": eval_cmd[1:], "train_md5": train["md5"],
                 "test_md5": fingerprints[str(test_path)], "config_md5": fingerprints[str(config)]}
-    scores_path, commands_path = run_dir / "scores.json", run_dir / "commands.json"
     if scores_path.exists() and commands_path.exists() and \
             json.loads(commands_path.read_text()) == recorded:
         return json.loads(scores_path.read_text())
@@ -105,15 +107,16 @@ def _run(config: Path, train: dict, test_path: Path, seed: int, run_dir: Path,
         shutil.rmtree(run_dir)
     run_dir.mkdir(parents=True)
     log = run_dir / "run.log"
-    with log.open("w", encoding="utf8") as out:
-        for cmd in (train_cmd, eval_cmd):
-            out.write("$ " + " ".join(cmd) + "\n")
-            out.flush()
-            if subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT).returncode:
-                tail = log.read_text(encoding="utf8").splitlines()[-15:]
-                raise StructPrefError(f"run {run_dir} failed; end of {log}:\n" + "\n".join(tail))
-    commands_path.write_text(json.dumps(recorded), encoding="utf8")
-    tmp_scores.replace(scores_path)
+    with atomic_file(scores_path):
+        with log.open("w", encoding="utf8") as out:
+            for cmd in (train_cmd, eval_cmd):
+                out.write("$ " + " ".join(cmd) + "\n")
+                out.flush()
+                if subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT).returncode:
+                    tail = log.read_text(encoding="utf8").splitlines()[-15:]
+                    raise StructPrefError(f"run {run_dir} failed; end of {log}:\n"
+                                          + "\n".join(tail))
+        commands_path.write_text(json.dumps(recorded), encoding="utf8")
     return json.loads(scores_path.read_text())
 
 
@@ -173,10 +176,9 @@ def draw(summary: List[dict], metric: str, output: Path) -> Path:
     ax.grid(alpha=0.3)
     ax.legend()
     fig.tight_layout()
-    tmp = output.with_name(output.stem + ".part" + output.suffix)
-    fig.savefig(tmp, dpi=150)
+    with atomic_file(output) as tmp:
+        fig.savefig(tmp, dpi=150)
     plt.close(fig)
-    tmp.replace(output)
     return output
 
 
@@ -219,10 +221,8 @@ def learning_curve(configs: Sequence[Path], output_dir: Path, *, train_path: Pat
     summary = summarize(runs)
     result = {"metric": metric, "test": str(test_path), "train": str(train_path),
               "overrides": list(overrides), "runs": runs, "summary": summary}
-    out_json = output_dir / "learning_curve.json"
-    tmp = out_json.with_suffix(".part")
-    tmp.write_text(json.dumps(result, indent=2), encoding="utf8")
-    tmp.replace(out_json)
+    with atomic_file(output_dir / "learning_curve.json") as tmp:
+        tmp.write_text(json.dumps(result, indent=2), encoding="utf8")
     result["plot"] = str(draw(summary, metric, plot))
     result["table"] = table(summary, metric)
     return result

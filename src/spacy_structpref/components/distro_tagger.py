@@ -1,14 +1,16 @@
 """The ``distro_tagger`` component: a first-order sequence tagger with
-distributed label vectors (DISTRO, SPEC §6) that writes ``token.tag_``.
+distributed label vectors (DISTRO, Srikumar & Manning 2014) that writes
+``token.tag_``.
 
 Training alternates between phases of ``w_steps`` optimizer steps on w (the
 emission/transition weights and the feature layer) and ``a_steps`` steps on
-the label matrix A (with the learning rate scaled by ``a_learn_rate_scale``);
-after each A step the nuclear-norm proximal step (soft-threshold singular
-values by ``step · nuclear_lambda``, step = learn_rate · a_learn_rate_scale;
-unit columns) is applied in :meth:`DistroTaggerComponent.finish_update`. With the
-model's ``onehot = true`` A stays the identity and every step is a w step:
-the structured SVM baseline.
+the label matrix A (with the learning rate scaled by ``a_learn_rate_scale``,
+each followed by the nuclear-norm proximal step: singular values
+soft-thresholded by ``step · nuclear_lambda``, step = learn_rate ·
+a_learn_rate_scale, then unit columns). :meth:`DistroTaggerComponent.finish_update`
+steps only the current phase's sublayers of the model (see
+:mod:`..models.distro`). With the model's ``onehot = true`` A stays the
+identity and every step is a w step: the structured SVM baseline.
 """
 from itertools import islice
 from typing import Callable, Dict, Iterable, List, Optional, Tuple
@@ -20,12 +22,13 @@ from spacy.tokens import Doc
 from spacy.training import Example, validate_examples, validate_get_examples
 from thinc.api import Config, Model, set_dropout_rate
 
+from ..errors import TaggerError
 from ..saving import atomic_directory, check_saved
 
 # Registers the architectures named in the default config (pure Python; the
 # compiled Viterbi is imported on first use).
-from ..models import distro as _distro  # noqa: F401
 from ..models import sparse_features as _sparse  # noqa: F401
+from ..models.distro import finish_label_update, set_phase
 
 DEFAULT_MODEL_CONFIG = """
 [model]
@@ -71,10 +74,10 @@ class DistroTaggerComponent(TrainablePipe):
                  nuclear_lambda: float = 1.0, a_learn_rate_scale: float = 1.0,
                  cost: float = 1.0, scorer: Optional[Callable] = None):
         if w_steps < 1 or a_steps < 0:
-            raise ValueError(f"w_steps must be >= 1 and a_steps >= 0, got {w_steps}, {a_steps}")
+            raise TaggerError(f"w_steps must be >= 1 and a_steps >= 0, got {w_steps}, {a_steps}")
         if nuclear_lambda < 0 or cost < 0 or a_learn_rate_scale <= 0:
-            raise ValueError("nuclear_lambda and cost must be >= 0 and a_learn_rate_scale > 0, "
-                             f"got {nuclear_lambda}, {cost}, {a_learn_rate_scale}")
+            raise TaggerError("nuclear_lambda and cost must be >= 0 and a_learn_rate_scale > 0, "
+                              f"got {nuclear_lambda}, {cost}, {a_learn_rate_scale}")
         self.vocab = vocab
         self.model = model
         self.name = name
@@ -96,12 +99,12 @@ class DistroTaggerComponent(TrainablePipe):
 
     def add_label(self, label: str) -> int:
         if not isinstance(label, str):
-            raise ValueError(f"labels must be strings, got {label!r}")
+            raise TaggerError(f"labels must be strings, got {label!r}")
         if label in self.labels:
             return 0
         if self.model.has_dim("nO"):
-            raise ValueError(f"cannot add label {label!r}: the distro_tagger is already "
-                             "initialized (its label matrix A is sized to the labels)")
+            raise TaggerError(f"cannot add label {label!r}: the distro_tagger is already "
+                              "initialized (its label matrix A is sized to the labels)")
         self.cfg["labels"].append(label)
         self.vocab.strings.add(label)
         return 1
@@ -116,7 +119,7 @@ class DistroTaggerComponent(TrainablePipe):
         self._require_labels()
         docs = [eg.predicted for eg in islice(get_examples(), 10)]
         if not docs:
-            raise ValueError(f"{self.name}: initialize got no examples")
+            raise TaggerError(f"{self.name}: initialize got no examples")
         self.model.set_dim("nO", len(self.labels))
         self.model.initialize(X=docs)
 
@@ -158,7 +161,7 @@ class DistroTaggerComponent(TrainablePipe):
         if not examples:
             return losses
         update_w, update_A = self._phase()
-        self.model.attrs["update_w"], self.model.attrs["update_A"] = update_w, update_A
+        set_phase(self.model, update_w=update_w, update_A=update_A)
         set_dropout_rate(self.model, drop)
         scores, backprop = self.model.begin_update([eg.predicted for eg in examples])
         loss, d_scores = self.get_loss(examples, scores)
@@ -169,34 +172,16 @@ class DistroTaggerComponent(TrainablePipe):
         return losses
 
     def finish_update(self, sgd) -> None:
-        from ..models.distro import prox_step
-
-        # Thinc's Model.finish_update restricted to the current phase: gradients
-        # persist (zeroed) between steps, so the optimizer must not even see the
-        # other part's parameters, or Adam's momentum would keep moving them.
-        update_w, update_A = self.model.attrs["update_w"], self.model.attrs["update_A"]
-        a_scale = self.cfg["a_learn_rate_scale"]
-        for node in self.model.walk():
-            if update_w:
-                for shim in node.shims:
-                    shim.finish_update(sgd)
-            for name in node.param_names:
-                is_A = node is self.model and name == "A"
-                if (update_A if is_A else update_w) and node.has_grad(name):
-                    param, _ = sgd((node.id, name), node.get_param(name), node.get_grad(name),
-                                   lr_scale=a_scale if is_A else 1.0)
-                    node.set_param(name, param)
-        if update_A and not self.model.attrs["onehot"]:
-            threshold = float(sgd.learn_rate) * a_scale * self.cfg["nuclear_lambda"]
-            A, self.last_rank = prox_step(self.model.ops.to_numpy(self.model.get_param("A")),
-                                          threshold)
-            self.model.set_param("A", self.model.ops.asarray2f(A))
-            # Parameter averages are what spaCy evaluates and saves: keep the
-            # averaged A in the same set (low rank, unit columns).
-            key = (self.model.id, "A")
-            if getattr(sgd, "averages", None) is not None and key in sgd.averages:
-                averaged = self.model.ops.to_numpy(sgd.averages[key])
-                sgd.averages[key] = self.model.ops.asarray2f(prox_step(averaged, threshold)[0])
+        """Step the current phase's sublayers only: Thinc keeps gradients
+        (zeroed) between steps, so an optimizer shown the resting part's
+        parameters would keep moving them with Adam's momentum."""
+        if self._phase()[0]:
+            for name in ("tok2vec", "weights"):
+                self.model.get_ref(name).finish_update(sgd)
+        else:
+            self.last_rank = finish_label_update(
+                self.model.get_ref("labels"), sgd, lr_scale=self.cfg["a_learn_rate_scale"],
+                nuclear_lambda=self.cfg["nuclear_lambda"])
         self.n_steps += 1
 
     def gold_ids(self, examples: Iterable[Example]) -> numpy.ndarray:
@@ -227,16 +212,21 @@ class DistroTaggerComponent(TrainablePipe):
 
     # -- the label space ------------------------------------------------------
     @property
+    def label_matrix(self) -> numpy.ndarray:
+        """A copy of A (d × M, one column per label) on the CPU."""
+        return self.model.ops.to_numpy(self.model.get_ref("labels").get_param("A")).copy()
+
+    @property
     def label_vectors(self) -> Dict[str, numpy.ndarray]:
         """Each tag's unit vector a_y (a column of A)."""
-        A = self.model.ops.to_numpy(self.model.get_param("A"))
+        A = self.label_matrix
         return {label: A[:, i].copy() for i, label in enumerate(self.labels)}
 
     def most_similar(self, tag: str, n: int = 5) -> List[Tuple[str, float]]:
         """The ``n`` tags whose label vectors have the highest cosine with ``tag``'s."""
         if tag not in self.labels:
             raise KeyError(f"unknown tag {tag!r}; the tagger has {len(self.labels)} labels")
-        A = self.model.ops.to_numpy(self.model.get_param("A")).astype("f")
+        A = self.label_matrix.astype("f")
         A = A / numpy.maximum(numpy.linalg.norm(A, axis=0, keepdims=True), 1e-12)
         i = self.labels.index(tag)
         sims = A.T @ A[:, i]

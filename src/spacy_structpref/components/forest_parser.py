@@ -1,10 +1,11 @@
-"""spaCy component ``forest_parser``: an unlexicalised PCFG parser that writes
-the best tree to ``doc.spans["constituents"]``, the k-best list to
-``doc._.nbest`` and the pruned packed forest to ``doc._.forest`` (SPEC §3, §7).
+"""spaCy component ``forest_parser``: an unlexicalised PCFG parser (Klein &
+Manning 2003) that writes the best tree to the span group ``spans_key``
+(default ``doc.spans["constituents"]``), the k-best list (Huang & Chiang
+2005) to ``doc._.nbest`` and the pruned packed forest to ``doc._.forest``.
 
 The grammar is read off the gold trees in ``initialize``; ``update`` has
-nothing to learn. Heavy modules (nltk, the Cython chart) load lazily so that
-importing this factory stays cheap.
+nothing to learn. Heavy modules (nltk, the compiled chart and forest code)
+load lazily so that importing this factory stays cheap.
 """
 from typing import Callable, Dict, Iterable, Optional
 
@@ -13,6 +14,7 @@ from spacy.language import Language
 from spacy.pipeline import Pipe
 from spacy.training import Example
 
+from ..errors import StructPrefError
 from ..saving import atomic_directory, check_saved
 
 FALLBACK_KEY = "forest_parser_fallback"  # doc.user_data flag: the grammar could not parse this Doc
@@ -36,8 +38,13 @@ DEFAULT_CONFIG = {
     "tag_bonus": 10.0,
     "set_tags": True,
     "store_forest": True,
+    "spans_key": "constituents",  # trees.doc.SPANS_KEY, which would load compiled code if imported here
     "scorer": {"@scorers": "spacy_structpref.parseval_scorer.v1"},
 }
+
+# Serialised fields (the names ``exclude`` takes) and their files in a saved component.
+FILES = {"cfg": ("cfg.json", srsly.write_json, srsly.read_json),
+         "grammar": ("grammar.msgpack", srsly.write_msgpack, srsly.read_msgpack)}
 
 
 @Language.factory(
@@ -50,11 +57,15 @@ DEFAULT_CONFIG = {
 def make_forest_parser(nlp: Language, name: str, horizontal_markov: int, vertical_markov: int,
                        tag_parent: bool, split_unary_tags: bool, split_in: bool, split_percent: bool,
                        rare_threshold: int, smooth: float, base_signatures: bool, beam: float, threshold: float,
-                       merit_threshold: float,
-                       max_expansions: int, k: int, tag_mode: str, tag_bonus: float, set_tags: bool,
-                       store_forest: bool, scorer: Optional[Callable]):
-    cfg = {key: value for key, value in locals().items() if key not in ("nlp", "name", "scorer")}
-    return ForestParser(nlp.vocab, name, scorer=scorer, **cfg)
+                       merit_threshold: float, max_expansions: int, k: int, tag_mode: str, tag_bonus: float,
+                       set_tags: bool, store_forest: bool, spans_key: str, scorer: Optional[Callable]):
+    return ForestParser(
+        nlp.vocab, name, scorer=scorer, horizontal_markov=horizontal_markov, vertical_markov=vertical_markov,
+        tag_parent=tag_parent, split_unary_tags=split_unary_tags, split_in=split_in, split_percent=split_percent,
+        rare_threshold=rare_threshold, smooth=smooth, base_signatures=base_signatures, beam=beam,
+        threshold=threshold, merit_threshold=merit_threshold, max_expansions=max_expansions, k=k,
+        tag_mode=tag_mode, tag_bonus=tag_bonus, set_tags=set_tags, store_forest=store_forest,
+        spans_key=spans_key)
 
 
 class ForestParser(Pipe):
@@ -64,46 +75,53 @@ class ForestParser(Pipe):
     ``split_percent``), lexicon (``rare_threshold``: words seen at most this
     often train the unknown-word signatures; ``smooth``; ``base_signatures``:
     signature model over treebank tags rather than annotated tag states), search (``beam``,
-    ``threshold`` posterior pruning, ``max_expansions``, ``k``), upstream tags
-    (``tag_mode`` ``ignore``/``hard``/``soft`` with ``tag_bonus``), and
-    output (``set_tags`` overwrites ``token.tag_`` with the parse's tags;
-    ``store_forest``)."""
+    ``threshold`` posterior pruning, ``merit_threshold`` Viterbi-merit
+    pruning, ``max_expansions``, ``k``), upstream tags (``tag_mode``
+    ``ignore``/``hard``/``soft`` with ``tag_bonus``), and output
+    (``set_tags`` overwrites ``token.tag_`` with the parse's tags;
+    ``store_forest``; ``spans_key``: the span group that holds the gold
+    trees for ``initialize`` and scoring, and the predicted tree).
+
+    Streams go through spaCy's ``Pipe.pipe``: one Doc at a time (the parser
+    has nothing to batch), a Doc that raises going to the error handler."""
 
     def __init__(self, vocab, name: str = "forest_parser", *, scorer: Optional[Callable] = None, **cfg):
-        from ..parsing.parser import TAG_MODES
-
         unknown = set(cfg) - set(DEFAULT_CONFIG)
         if unknown:
-            from ..errors import StructPrefError
             raise StructPrefError(f"unknown forest_parser setting(s): {', '.join(sorted(unknown))}")
         self.vocab = vocab
         self.name = name
         self.cfg = {key: value for key, value in DEFAULT_CONFIG.items() if key != "scorer"}
         self.cfg.update(cfg)
-        if self.cfg["tag_mode"] not in TAG_MODES:
-            from ..errors import StructPrefError
-            raise StructPrefError(f"tag_mode must be one of {TAG_MODES}, got {self.cfg['tag_mode']!r}")
-        if self.cfg["k"] < 1:
-            from ..errors import StructPrefError
-            raise StructPrefError(f"k must be at least 1, got {self.cfg['k']}")
+        self._check_cfg()
         self.scorer = scorer
         self.grammar = None
         self._parser = None
         from ..trees import register_extensions
         register_extensions()
 
+    def _check_cfg(self) -> None:
+        from ..parsing.parser import TAG_MODES
+
+        c = self.cfg
+        if c["tag_mode"] not in TAG_MODES:
+            raise StructPrefError(f"tag_mode must be one of {TAG_MODES}, got {c['tag_mode']!r}")
+        if c["k"] < 1:
+            raise StructPrefError(f"k must be at least 1, got {c['k']}")
+        if not isinstance(c["spans_key"], str) or not c["spans_key"]:
+            raise StructPrefError(f"spans_key must be a non-empty string, got {c['spans_key']!r}")
+
     # ------------------------------------------------------------- training
     def initialize(self, get_examples: Callable[[], Iterable[Example]], *, nlp: Optional[Language] = None):
         """Estimate the grammar from the reference trees of the examples."""
         from nltk.tree import Tree
 
-        from ..errors import StructPrefError
         from ..parsing.grammar import Annotation, estimate_grammar
         from ..trees.doc import doc_to_tree
 
         trees = []
         for eg in get_examples():
-            tree = doc_to_tree(eg.reference)
+            tree = doc_to_tree(eg.reference, self.cfg["spans_key"])
             if tree is None:
                 continue
             if tree.label() != "TOP":
@@ -111,7 +129,7 @@ class ForestParser(Pipe):
             trees.append(tree)
         if not trees:
             raise StructPrefError(
-                f"{self.name}: no training example has constituents in doc.spans['constituents'] "
+                f"{self.name}: no training example has constituents in doc.spans[{self.cfg['spans_key']!r}] "
                 "(convert the treebank with `python -m spacy_structpref convert ptb corpus/ptb`)")
         c = self.cfg
         annotation = Annotation(c["horizontal_markov"], c["vertical_markov"], c["tag_parent"],
@@ -131,7 +149,6 @@ class ForestParser(Pipe):
     @property
     def parser(self):
         if self.grammar is None:
-            from ..errors import StructPrefError
             raise StructPrefError(f"{self.name} has no grammar: call nlp.initialize() with treebank examples "
                                   "or load a trained pipeline")
         if self._parser is None:
@@ -156,15 +173,16 @@ class ForestParser(Pipe):
         return out
 
     def set_annotations(self, docs, results) -> None:
-        from ..trees.doc import SPANS_KEY, set_tree
+        from ..trees.doc import set_tree
 
+        key = self.cfg["spans_key"]
         for doc, res in zip(docs, results):
             if res is None:
-                doc.spans[SPANS_KEY] = []
+                doc.spans[key] = []
                 doc._.nbest = []
                 doc._.forest = None
                 continue
-            set_tree(doc, res.tree, set_tags=self.cfg["set_tags"])
+            set_tree(doc, res.tree, set_tags=self.cfg["set_tags"], spans_key=key)
             doc._.nbest = [[lp, text] for lp, text in res.nbest]
             doc._.forest = res.forest.to_dict() if res.forest is not None else None
             if res.fallback:
@@ -176,43 +194,52 @@ class ForestParser(Pipe):
         self.set_annotations([doc], self.predict([doc]))
         return doc
 
-    def pipe(self, stream, *, batch_size: int = 128):
-        for doc in stream:
-            yield self(doc)
-
     def score(self, examples: Iterable[Example], **kwargs) -> Dict[str, float]:
         """PARSEVAL scores plus ``parse_fallbacks``: how many Docs got the
-        flat fallback tree."""
+        flat fallback tree. The scorer reads the trees of ``spans_key``."""
         examples = list(examples)
+        kwargs["spans_key"] = self.cfg["spans_key"]
         scores = dict(self.scorer(examples, **kwargs)) if self.scorer is not None else {}
         scores["parse_fallbacks"] = sum(bool(eg.predicted.user_data.get(FALLBACK_KEY)) for eg in examples)
         return scores
 
     # ------------------------------------------------------- serialisation
-    def _state(self) -> dict:
-        return {"cfg": self.cfg, "grammar": self.grammar.to_dict() if self.grammar is not None else None}
+    def _state(self, exclude) -> dict:
+        state = {}
+        if "cfg" not in exclude:
+            state["cfg"] = self.cfg
+        if "grammar" not in exclude:
+            state["grammar"] = self.grammar.to_dict() if self.grammar is not None else None
+        return state
 
     def _load_state(self, state: dict) -> None:
+        """Set the fields present in ``state`` (one that ``exclude`` named, or
+        that a save lacks, is left as it is, as spaCy's pipes do)."""
         from ..parsing.grammar import Grammar
 
-        self.cfg.update(state["cfg"])
-        self.grammar = Grammar.from_dict(state["grammar"]) if state["grammar"] is not None else None
+        if "cfg" in state:
+            self.cfg.update(state["cfg"])
+            self._check_cfg()
+        if "grammar" in state:
+            self.grammar = Grammar.from_dict(state["grammar"]) if state["grammar"] is not None else None
         self._parser = None
 
     def to_bytes(self, *, exclude=tuple()) -> bytes:
-        return srsly.msgpack_dumps(self._state())
+        return srsly.msgpack_dumps(self._state(exclude))
 
     def from_bytes(self, bytes_data: bytes, *, exclude=tuple()) -> "ForestParser":
-        self._load_state(srsly.msgpack_loads(bytes_data))
+        state = srsly.msgpack_loads(bytes_data)
+        self._load_state({field: value for field, value in state.items() if field not in exclude})
         return self
 
     def to_disk(self, path, *, exclude=tuple()) -> None:
         with atomic_directory(path, "forest_parser") as tmp:
-            srsly.write_json(tmp / "cfg.json", self.cfg)
-            srsly.write_msgpack(tmp / "grammar.msgpack", self._state()["grammar"])
+            for field, value in self._state(exclude).items():
+                name, write, _ = FILES[field]
+                write(tmp / name, value)
 
     def from_disk(self, path, *, exclude=tuple()) -> "ForestParser":
         path = check_saved(path, "forest_parser")
-        self._load_state({"cfg": srsly.read_json(path / "cfg.json"),
-                          "grammar": srsly.read_msgpack(path / "grammar.msgpack")})
+        self._load_state({field: read(path / name) for field, (name, _, read) in FILES.items()
+                          if field not in exclude and (path / name).exists()})
         return self

@@ -1,13 +1,16 @@
-"""First-pass (incremental) attachment, SPEC §8: incremental trees, connection
-paths and their inventory, preference sets with tree reduction, foot classes."""
-from .candidates import (CandidateSets, CPInventory, PreferenceSet, candidate_edits,
+"""First-pass (incremental) attachment (Sturt et al. 2003; Menchetti et al. 2005):
+incremental trees, connection paths and their inventory, preference sets with
+tree reduction, foot classes, and a strongly incremental parser over them."""
+from .candidates import (CandidateSets, CPInventory, PreferenceSet, candidate_dag, candidate_edits,
                          preference_sets)
 from .classes import FOOT_CLASSES, OTHERS, foot_class
+from .parsing import FRAG, IncrementalParse, IncrementalParser, Scorer, Step, fallback_edit
 from .paths import (ATTACH, LIFT, ConnectionPath, CPType, connection_paths, extend,
                     incremental_trees, right_frontier)
 
 __all__ = [
-    "ATTACH", "FOOT_CLASSES", "LIFT", "OTHERS", "CandidateSets", "CPInventory", "CPType", "ConnectionPath",
-    "PreferenceSet", "candidate_edits", "connection_paths", "extend", "foot_class",
+    "ATTACH", "FOOT_CLASSES", "FRAG", "IncrementalParse", "IncrementalParser", "LIFT", "OTHERS", "Scorer",
+    "Step", "CandidateSets", "CPInventory", "CPType", "ConnectionPath",
+    "PreferenceSet", "candidate_dag", "candidate_edits", "connection_paths", "extend", "fallback_edit", "foot_class",
     "incremental_trees", "preference_sets", "right_frontier",
 ]

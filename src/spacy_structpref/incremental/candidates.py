@@ -16,7 +16,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 from nltk.tree import Tree
 
 from ..errors import StructPrefError
-from ..kernels.dag import TreeSetDAG
+from ..trees.dag import TreeSetDAG
 from ..trees.arrays import SymbolTable
 from .paths import (ATTACH, CPType, check_edit, connection_paths, extend, incremental_trees,
                     right_frontier)
@@ -93,81 +93,90 @@ class PreferenceSet:
         return [extend(self.prefix, cp, depth, self.token, reduced) for cp, depth in self.edits]
 
     def dag(self, symbols: SymbolTable, reduced: bool = False) -> TreeSetDAG:
-        """The candidate trees, in the order of ``edits``, built straight into
-        one hash-consed DAG over ``symbols`` (node for node what
-        ``TreeSetDAG(self.trees(reduced), symbols)`` holds, without the trees):
-        the prefix is interned once, each candidate adds only its CP and the
-        rebuilt path from its anchor up. Nodes are interned in the order a
-        post-order walk of the candidates meets them, so DAG ids agree too."""
-        dag = TreeSetDAG(symbols=symbols)
-        if not self.edits:
-            return dag  # nothing of the prefix is in any candidate
-        frontier = right_frontier(self.prefix)
-        bottom = len(frontier) - 1
-        labels = [symbols.label_id(node.label()) for node in frontier]
+        """The candidate trees as one hash-consed DAG (:func:`candidate_dag`)."""
+        return candidate_dag(self.prefix, self.token, self.edits, symbols, reduced)
 
-        def word(w) -> int:
-            return -(symbols.word_id(str(w)) + 1)
 
-        def unary(node: int, label: int, above) -> Tuple[int, int]:
-            """``node`` (labelled ``label``) under unary nodes labelled ``above``, innermost last."""
-            for name in reversed(above):
-                parent = symbols.label_id(name)
-                node, label = dag.intern(symbols.production_id(parent, [label]), (node,)), parent
-            return node, label
+def candidate_dag(prefix: Tree, token: str, edits: Sequence[Edit], symbols: SymbolTable,
+                  reduced: bool = False) -> TreeSetDAG:
+    """The candidates ``T_{i+1}`` of a prefix tree ``T_i`` for the next word
+    ``token``, one per edit (a CP type and its anchor depth, e.g. from
+    :func:`candidate_edits`), in order, built straight into one hash-consed
+    DAG over ``symbols``: node for node what
+    ``TreeSetDAG([extend(prefix, cp, depth, token, reduced) ...], symbols)``
+    holds, without building the trees, and with no gold answer needed:
+    the prefix is interned once, each candidate adds only its CP and the
+    rebuilt path from its anchor up. Nodes are interned in the order a
+    post-order walk of the candidates meets them, so DAG ids agree too."""
+    dag = TreeSetDAG(symbols=symbols)
+    if not edits:
+        return dag  # nothing of the prefix is in any candidate
+    frontier = right_frontier(prefix)
+    bottom = len(frontier) - 1
+    labels = [symbols.label_id(node.label()) for node in frontier]
 
-        # per frontier node, its children but the last (bare labels when reduced)
-        kept_syms, kept_ids = [], []
-        for node in frontier:
-            syms, ids = [], []
-            for kid in node[:-1]:
-                if not isinstance(kid, Tree):
-                    syms.append(word(kid))
-                elif reduced:
-                    syms.append(word(kid.label()))
-                else:
-                    syms.append(symbols.label_id(kid.label()))
-                    ids.append(dag.intern_tree(kid))
-            kept_syms.append(syms)
-            kept_ids.append(tuple(ids))
-        last = labels[1:] + [word(frontier[-1][-1])]
-        prods = [symbols.production_id(lab, syms + [x]) for lab, syms, x in zip(labels, kept_syms, last)]
-        # the prefix's own frontier nodes, interned bottom-up when first needed: original[known:]
-        original, known = [-1] * len(frontier), len(frontier)
-        chains: Dict[Tuple[str, ...], int] = {}
+    def word(w) -> int:
+        return -(symbols.word_id(str(w)) + 1)
 
-        def original_node(depth: int) -> int:
-            nonlocal known
-            while known > depth:
-                known -= 1
-                below = (original[known + 1],) if known < bottom else ()
-                original[known] = dag.intern(prods[known], kept_ids[known] + below)
-            return original[depth]
+    def unary(node: int, label: int, above) -> Tuple[int, int]:
+        """``node`` (labelled ``label``) under unary nodes labelled ``above``, innermost last."""
+        for name in reversed(above):
+            parent = symbols.label_id(name)
+            node, label = dag.intern(symbols.production_id(parent, [label]), (node,)), parent
+        return node, label
 
-        def chain(cp: CPType) -> int:
-            if cp.chain not in chains:
-                foot = symbols.label_id(cp.foot)
-                chains[cp.chain] = unary(dag.intern(symbols.production_id(foot, [word(self.token)]), ()),
-                                         foot, cp.chain[:-1])[0]
-            return chains[cp.chain]
-
-        for cp, depth in self.edits:
-            check_edit(frontier, cp, depth)
-            if cp.kind == ATTACH:
-                below = original_node(depth + 1)
-                prod = symbols.production_id(labels[depth], kept_syms[depth] + [last[depth],
-                                                                                symbols.label_id(cp.chain[0])])
-                node = dag.intern(prod, kept_ids[depth] + (below, chain(cp)))
-                for d in range(depth - 1, -1, -1):
-                    node = dag.intern(prods[d], kept_ids[d] + (node,))
+    # per frontier node, its children but the last (bare labels when reduced)
+    kept_syms, kept_ids = [], []
+    for node in frontier:
+        syms, ids = [], []
+        for kid in node[:-1]:
+            if not isinstance(kid, Tree):
+                syms.append(word(kid))
+            elif reduced:
+                syms.append(word(kid.label()))
             else:
-                left, label = unary(original_node(0), labels[0], cp.spine[1:])
-                top = chain(cp)
-                root = symbols.label_id(cp.spine[0])
-                node = dag.intern(symbols.production_id(root, [label, symbols.label_id(cp.chain[0])]),
-                                  (left, top))
-            dag.add_root(node)
-        return dag
+                syms.append(symbols.label_id(kid.label()))
+                ids.append(dag.intern_tree(kid))
+        kept_syms.append(syms)
+        kept_ids.append(tuple(ids))
+    last = labels[1:] + [word(frontier[-1][-1])]
+    prods = [symbols.production_id(lab, syms + [x]) for lab, syms, x in zip(labels, kept_syms, last)]
+    # the prefix's own frontier nodes, interned bottom-up when first needed: original[known:]
+    original, known = [-1] * len(frontier), len(frontier)
+    chains: Dict[Tuple[str, ...], int] = {}
+
+    def original_node(depth: int) -> int:
+        nonlocal known
+        while known > depth:
+            known -= 1
+            below = (original[known + 1],) if known < bottom else ()
+            original[known] = dag.intern(prods[known], kept_ids[known] + below)
+        return original[depth]
+
+    def chain(cp: CPType) -> int:
+        if cp.chain not in chains:
+            foot = symbols.label_id(cp.foot)
+            chains[cp.chain] = unary(dag.intern(symbols.production_id(foot, [word(token)]), ()),
+                                     foot, cp.chain[:-1])[0]
+        return chains[cp.chain]
+
+    for cp, depth in edits:
+        check_edit(frontier, cp, depth)
+        if cp.kind == ATTACH:
+            below = original_node(depth + 1)
+            prod = symbols.production_id(labels[depth], kept_syms[depth] + [last[depth],
+                                                                            symbols.label_id(cp.chain[0])])
+            node = dag.intern(prod, kept_ids[depth] + (below, chain(cp)))
+            for d in range(depth - 1, -1, -1):
+                node = dag.intern(prods[d], kept_ids[d] + (node,))
+        else:
+            left, label = unary(original_node(0), labels[0], cp.spine[1:])
+            top = chain(cp)
+            root = symbols.label_id(cp.spine[0])
+            node = dag.intern(symbols.production_id(root, [label, symbols.label_id(cp.chain[0])]),
+                              (left, top))
+        dag.add_root(node)
+    return dag
 
 
 class CandidateSets(SequenceABC):

@@ -1,13 +1,15 @@
-"""Tree and forest kernels (SPEC §4): the Collins–Duffy subset-tree kernel and
-the subtree kernel with Moschitti-style production joins, the packed-forest
-kernel, the composite reranking kernel, parallel Gram matrices, and
-hash-consed tree sets whose kernel blocks compute each distinct node pair
-once."""
-from .dag import TreeSetDAG
+"""Tree and forest kernels: the Collins–Duffy subset-tree kernel and the
+subtree kernel with Moschitti-style production joins, the packed-forest
+kernel (Zhang et al. 2010), the composite reranking kernel, parallel Gram
+matrices, and kernel blocks on hash-consed tree sets
+(:class:`~spacy_structpref.trees.TreeSetDAG`) that compute each distinct
+node pair once."""
+from .composite import composite_gram, composite_kernel
+from .dag import dag_kernel_block, dag_nbytes, dag_self_kernels, dag_weighted_sums
 from .forests import PreparedForest, forest_gram, forest_kernel
-from .trees import TreeBatch, composite_gram, composite_kernel, gram, pack, tree_kernel
+from .trees import TreeBatch, gram, pack, tree_kernel
 
 __all__ = [
-    "PreparedForest", "TreeBatch", "TreeSetDAG", "composite_gram", "composite_kernel", "forest_gram",
-    "forest_kernel", "gram", "pack", "tree_kernel",
+    "PreparedForest", "TreeBatch", "composite_gram", "composite_kernel", "dag_kernel_block", "dag_nbytes",
+    "dag_self_kernels", "dag_weighted_sums", "forest_gram", "forest_kernel", "gram", "pack", "tree_kernel",
 ]

@@ -1,6 +1,7 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
-"""Hot loops of the tree and forest kernels (SPEC §4). No Python objects
-inside the loops; every loop runs without the GIL.
+"""Hot loops of the tree kernels (Collins & Duffy 2002; Moschitti 2006) and
+the packed-forest kernel (Zhang et al. 2010). No Python objects inside the
+loops; every loop runs without the GIL.
 
 Trees come packed (see ``trees.pack``): per tree, nodes in post-order with
 production ids and their *node* children (word children only ever contribute a
@@ -35,6 +36,68 @@ cdef struct Work:
     int* lookup            # production -> run of the row tree, -1 elsewhere
     double* table          # Δ(n2 * n_a + n1)
     int* written
+
+
+# Where Δ of a child pair is found: each kernel stores it its own way.
+cdef struct DenseDelta:    # pair_kernel: Δ(cu, cv) at table[cv * n_a + cu], 0 where not written
+    const double* table
+    int n_a
+
+cdef struct ColumnDelta:   # dag_block: column cv holds its rows cu ascending, absent rows are 0
+    const long* col_off
+    const int* seg_u
+    const double* seg_d
+
+cdef struct LocalDelta:    # dag_self_kernels: positions in one tree's node list; written iff equal productions
+    const int* prod
+    const int* local
+    const double* table
+    size_t m
+
+cdef struct ForestDelta:   # forest_kernel_sum: D(t1, t2) at table[t2 * n1 + t1]; a word tail (t1 < 0) adds 0
+    const double* table
+    size_t n1
+
+ctypedef fused DeltaTable:
+    DenseDelta
+    ColumnDelta
+    LocalDelta
+    ForestDelta
+
+
+cdef inline double child_delta(const DeltaTable* t, int cu, int cv) noexcept nogil:
+    cdef long lo, hi, mid
+    if DeltaTable is DenseDelta:
+        return t.table[cv * t.n_a + cu]
+    elif DeltaTable is ColumnDelta:
+        lo = t.col_off[cv]
+        hi = t.col_off[cv + 1]
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if t.seg_u[mid] < cu:
+                lo = mid + 1
+            else:
+                hi = mid
+        return t.seg_d[lo] if lo < t.col_off[cv + 1] and t.seg_u[lo] == cu else 0.0
+    elif DeltaTable is LocalDelta:
+        return t.table[t.local[cu] * t.m + t.local[cv]] if t.prod[cu] == t.prod[cv] else 0.0
+    else:
+        return t.table[cv * t.n1 + cu] if cu >= 0 else 0.0
+
+
+cdef inline double delta_product(double d, double sigma, const int* kids_a, const int* kids_b, int nk,
+                                 const DeltaTable* t) noexcept nogil:
+    """The Δ recursion for two nodes with equal productions,
+    ``Δ(n1, n2) = λ Π_j (σ + Δ(ch_j(n1), ch_j(n2)))`` (Collins & Duffy 2002
+    with σ = 1; σ = 0 gives the subtree kernel, Moschitti 2006), ``d``
+    standing for λ (times the two hyperedges' weights in the forest kernel,
+    Zhang et al. 2010). The fused table type picks the Δ lookup at compile
+    time: each kernel gets its own inlined loop, with no call through a
+    pointer."""
+    cdef int j
+    for j in range(nk):
+        d *= sigma + child_delta(t, kids_a[j], kids_b[j])
+    return d
 
 
 cdef class PackedArrays:
@@ -86,11 +149,12 @@ cdef double pair_kernel(const Batch* A, int a, const Batch* B, int b, double lam
     """K(A[a], B[b]); A[a]'s runs must be loaded into ``w.lookup``."""
     cdef int base_a = A.node_off[a], na = A.node_off[a + 1] - base_a
     cdef int base_b = B.node_off[b], nb = B.node_off[b + 1] - base_b
-    cdef int n2, g2, r, k, n1, g1, j, nk, k0, j1, idx, nw = 0
+    cdef int n2, g2, r, k, n1, g1, nk, k0, idx, nw = 0
     cdef double d, total = 0.0
     cdef double* table = w.table
-    cdef const int* kids_a = A.kids
-    cdef const int* kids_b = B.kids
+    cdef DenseDelta delta
+    delta.table = table
+    delta.n_a = na
     for n2 in range(nb):
         g2 = base_b + n2
         r = w.lookup[B.prod[g2]]
@@ -101,10 +165,7 @@ cdef double pair_kernel(const Batch* A, int a, const Batch* B, int b, double lam
         for k in range(A.run_start[r], A.run_start[r + 1]):
             n1 = A.order[k]
             g1 = base_a + n1
-            j1 = A.kid_off[g1]
-            d = lam
-            for j in range(nk):
-                d *= sigma + table[kids_b[k0 + j] * na + kids_a[j1 + j]]
+            d = delta_product(lam, sigma, &A.kids[A.kid_off[g1]], &B.kids[k0], nk, &delta)
             idx = n2 * na + n1
             table[idx] = d
             w.written[nw] = idx
@@ -197,9 +258,9 @@ def forest_kernel_sum(
     cdef double* D = NULL
     cdef int* stamp = NULL
     cdef int* touched = NULL
-    cdef int k, idx, e1, e2 = 0, h1, h2 = -1, cur = -1, r, j, s1, s2, nt = 0, m, n_rules = rule_first.shape[0]
-    cdef int t1, t2
+    cdef int k, idx, e1, e2 = 0, h1, h2 = -1, cur = -1, r, s1, s2, nt = 0, m, n_rules = rule_first.shape[0]
     cdef double d, total = 0.0
+    cdef ForestDelta delta
     with nogil:
         D = <double*>calloc(<size_t>max(n1, 1) * <size_t>max(n2, 1), sizeof(double))
         stamp = <int*>malloc(sizeof(int) * max(n1, 1))
@@ -208,6 +269,8 @@ def forest_kernel_sum(
             free(D); free(stamp); free(touched)
             with gil:
                 raise MemoryError(f"forest kernel table of {n1} x {n2} nodes")
+        delta.table = D
+        delta.n1 = n1
         for k in range(n1):
             stamp[k] = -1
         for idx in range(by_head2.shape[0] + 1):
@@ -231,12 +294,7 @@ def forest_kernel_sum(
                 e1 = by_rule1[k]
                 h1 = head1[e1]
                 s1 = tail_start1[e1]
-                d = lam * q1[e1] * q2[e2]
-                for j in range(m):
-                    t1 = tails1[s1 + j]
-                    if t1 >= 0:
-                        t2 = tails2[s2 + j]
-                        d *= 1.0 + D[<size_t>t2 * n1 + t1]
+                d = delta_product(lam * q1[e1] * q2[e2], 1.0, &tails1[s1], &tails2[s2], m, &delta)
                 D[<size_t>h2 * n1 + h1] += d
                 if stamp[h1] != h2:
                     stamp[h1] = h2
@@ -272,9 +330,10 @@ def dag_block(PackedArrays dag1, PackedArrays dag2,
     cdef double* row_d = NULL
     cdef double* r_buf = NULL
     cdef double* out_row
-    cdef long nnz = 0, pos, lo, hi, mid, k, q
-    cdef int v, u, r, j, nk, k0, j1, cu, cv, a, b
-    cdef double d, x, c
+    cdef long nnz = 0, pos, k, q
+    cdef int v, u, r, nk, k0, b
+    cdef double d, c
+    cdef ColumnDelta delta
     K = np.zeros((n_a, n_b))
     cdef double[:, ::1] Kv = K
     with nogil:
@@ -305,6 +364,9 @@ def dag_block(PackedArrays dag1, PackedArrays dag2,
             free(seg_u); free(seg_d); free(row_v); free(row_d)
             with gil:
                 raise MemoryError(f"DAG kernel: {nnz} node pairs")
+        delta.col_off = col_off
+        delta.seg_u = seg_u
+        delta.seg_d = seg_d
         for v in range(V):
             r = lookup[B.prod[v]]
             if r < 0:
@@ -314,23 +376,8 @@ def dag_block(PackedArrays dag1, PackedArrays dag2,
             nk = B.kid_off[v + 1] - k0
             for k in range(A.run_start[r], A.run_start[r + 1]):
                 u = A.order[k]
-                j1 = A.kid_off[u]
-                d = lam
-                for j in range(nk):
-                    cu = A.kids[j1 + j]
-                    cv = B.kids[k0 + j]
-                    lo = col_off[cv]
-                    hi = col_off[cv + 1]
-                    while lo < hi:
-                        mid = (lo + hi) >> 1
-                        if seg_u[mid] < cu:
-                            lo = mid + 1
-                        else:
-                            hi = mid
-                    x = seg_d[lo] if lo < col_off[cv + 1] and seg_u[lo] == cu else 0.0
-                    d *= sigma + x
                 seg_u[pos] = u
-                seg_d[pos] = d
+                seg_d[pos] = delta_product(lam, sigma, &A.kids[A.kid_off[u]], &B.kids[k0], nk, &delta)
                 pos += 1
                 row_off[u + 1] += 1
         # the same pairs row by row (counting sort on u)
@@ -374,12 +421,13 @@ def dag_self_kernels(const int[::1] prod, const int[::1] kid_off, const int[::1]
     pairs of its distinct nodes with equal productions, children first;
     ``K(a, a) = Σ_{u, v} cnt(u) cnt(v) Δ(u, v)``."""
     cdef int n_trees = tree_off.shape[0] - 1, n = prod.shape[0]
-    cdef int n_prods = 1, max_m = 0, a, i, m, s, u, v, vi, p, j, nk, k0u, k0v, cu, cv
+    cdef int n_prods = 1, max_m = 0, a, i, m, s, u, v, vi, p, nk, k0u
     cdef int* local = NULL   # DAG node -> position in the current tree's node list
     cdef int* head = NULL    # production -> first position with it (-1: none)
     cdef int* nxt = NULL     # position -> next position with the same production
     cdef double* table = NULL
     cdef double d, row, total
+    cdef LocalDelta delta
     out = np.zeros(n_trees)
     cdef double[::1] o = out
     with nogil:
@@ -397,6 +445,9 @@ def dag_self_kernels(const int[::1] prod, const int[::1] kid_off, const int[::1]
             free(local); free(head); free(nxt); free(table)
             with gil:
                 raise MemoryError(f"DAG self-kernels: trees of {max_m} distinct nodes")
+        delta.prod = &prod[0] if n else NULL
+        delta.local = local
+        delta.table = table
         for p in range(n_prods):
             head[p] = -1
         for a in range(n_trees):
@@ -408,6 +459,7 @@ def dag_self_kernels(const int[::1] prod, const int[::1] kid_off, const int[::1]
                 p = prod[u]
                 nxt[i] = head[p]
                 head[p] = i
+            delta.m = m
             total = 0.0
             for i in range(m):
                 u = nodes[s + i]
@@ -417,16 +469,8 @@ def dag_self_kernels(const int[::1] prod, const int[::1] kid_off, const int[::1]
                 vi = head[prod[u]]
                 while vi >= 0:
                     v = nodes[s + vi]
-                    k0v = kid_off[v]
-                    d = lam
-                    for j in range(nk):
-                        cu = kids[k0u + j]
-                        cv = kids[k0v + j]
-                        # a cell is only read for equal productions, so it was written (row local[cu] < i)
-                        if prod[cu] == prod[cv]:
-                            d *= sigma + table[<size_t>local[cu] * m + local[cv]]
-                        else:
-                            d *= sigma
+                    # a cell is read for equal productions only, and children's rows come before row i: it was written
+                    d = delta_product(lam, sigma, &kids[k0u], &kids[kid_off[v]], nk, &delta)
                     table[<size_t>i * m + vi] = d
                     row += cnt[s + vi] * d
                     vi = nxt[vi]

@@ -15,9 +15,10 @@ import numpy as np
 
 from ..errors import StructPrefError
 from ..trees.arrays import INT, SymbolTable
+from ..trees.convert import shared_symbols, to_forest
 from ..trees.forest import Forest
 from . import _kernels
-from .inputs import check_lambda, shared_symbols, to_forest
+from .inputs import check_lambda
 
 
 class PreparedForest:

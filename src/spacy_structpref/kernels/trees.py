@@ -1,69 +1,68 @@
-"""Subset-tree / subtree kernels (Collins & Duffy; SPEC §4), Gram matrices and
-the composite reranking kernel, on top of the Cython loops in ``_kernels``."""
+"""Subset-tree (Collins & Duffy 2002) and subtree (σ = 0, Moschitti 2006)
+kernels, Gram matrices and the composite reranking kernel, on top of the
+Cython loops in ``_kernels``."""
 from concurrent.futures import ThreadPoolExecutor
-from typing import Dict, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
 from ..errors import StructPrefError
-from ..trees.arrays import INT, SymbolTable, TreeArrays
+from ..trees.arrays import INT, FlatTrees, SymbolTable, TreeArrays
+from ..trees.convert import shared_symbols, tree_batch
 from ..trees.forest import Forest
 from . import _kernels
-from .inputs import check_lambda, check_sigma, shared_symbols, tree_list
+from .inputs import check_lambda, check_sigma
 
 # Progress bars appear (on a terminal) from this many kernel evaluations on.
 PROGRESS_MIN_PAIRS = 1_000_000
 
 
-def pack(trees: Sequence[TreeArrays]) -> "_kernels.PackedArrays":
-    """Concatenate trees into the flat arrays the Cython loops read: node
-    children only (local ids), and each tree's nodes sorted by production in
-    runs of equal production."""
-    n = len(trees)
-    sizes = np.array([t.n_nodes for t in trees], dtype=np.int64)
-    node_off = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(sizes, out=node_off[1:])
+def pack(trees) -> "_kernels.PackedArrays":
+    """The flat arrays the Cython loops read, from :class:`FlatTrees` or a
+    sequence of TreeArrays: node children only (local ids), and each tree's
+    nodes sorted by production in runs of equal production."""
+    flat = trees if isinstance(trees, FlatTrees) else FlatTrees.from_trees(trees, None)
+    n = len(flat)
+    node_off, prod, children = flat.node_off, flat.prod, flat.children
     total = int(node_off[-1])
-    if n == 0:
-        empty = np.zeros(0, dtype=INT)
-        one = np.zeros(1, dtype=INT)
-        return _kernels.PackedArrays(one, empty, one, empty, one, empty, one, empty)
-    prod = np.concatenate([t.prod for t in trees]).astype(INT)
-    children = np.concatenate([t.children for t in trees])
-    child_base = np.zeros(n, dtype=np.int64)
-    np.cumsum([len(t.children) for t in trees[:-1]], out=child_base[1:])
-    starts = np.concatenate([t.child_start[:-1] + child_base[i] for i, t in enumerate(trees)] + [[len(children)]])
     is_node = children >= 0
     kid_count = np.zeros(len(children) + 1, dtype=np.int64)
     np.cumsum(is_node, out=kid_count[1:])
-    kid_off = kid_count[starts].astype(INT)
-    kids = children[is_node].astype(INT)
-    tree_of = np.repeat(np.arange(n), sizes)
-    by_prod = np.lexsort((prod, tree_of))  # stable: node ids ascend within a run
-    order = (by_prod - node_off[tree_of[by_prod]]).astype(INT)
-    sorted_prod = prod[by_prod]
+    kid_off = kid_count[flat.child_off].astype(INT)
+    kids = children[is_node]
+    tree_of = np.repeat(np.arange(n), np.diff(node_off))
+    # one int64 key (tree, production), sorted stably: node ids ascend within a run
+    by_prod = np.argsort(tree_of * (int(prod.max(initial=0)) + 1) + prod, kind="stable")
+    sorted_tree, sorted_prod = tree_of[by_prod], prod[by_prod]
+    order = (by_prod - node_off[sorted_tree]).astype(INT)
     new_run = np.ones(total, dtype=bool)
-    new_run[1:] = (sorted_prod[1:] != sorted_prod[:-1]) | (tree_of[by_prod][1:] != tree_of[by_prod][:-1])
+    new_run[1:] = (sorted_prod[1:] != sorted_prod[:-1]) | (sorted_tree[1:] != sorted_tree[:-1])
     run_pos = np.flatnonzero(new_run)
     run_start = np.append(run_pos, total).astype(INT)
-    run_prod = sorted_prod[run_pos].astype(INT)
     run_off = np.searchsorted(run_pos, node_off).astype(INT)
-    return _kernels.PackedArrays(node_off.astype(INT), prod, kid_off, kids, run_off, run_prod, run_start, order)
+    return _kernels.PackedArrays(node_off.astype(INT), prod, kid_off, kids, run_off, sorted_prod[run_pos], run_start,
+                                 order)
 
 
 class TreeBatch:
     """Trees converted and packed once, with their self-kernels cached per
     (λ, σ): pass it to :func:`gram` repeatedly (e.g. a perceptron's support
-    set) to avoid repacking and recomputing normalisers."""
+    set) to avoid repacking and recomputing normalisers. A list of bracket
+    strings is read straight into arrays (:func:`bracketed_to_arrays`);
+    ``trees`` (TreeArrays) are built on first use."""
 
     def __init__(self, trees, symbols: Optional[SymbolTable] = None) -> None:
-        self.trees = tree_list(trees, symbols)
-        self.symbols = self.trees[0].symbols if self.trees else shared_symbols([], symbols)
-        self.packed = pack(self.trees)
+        self.flat = tree_batch(trees, symbols)
+        self.symbols = self.flat.symbols
+        self.packed = pack(self.flat)
         self._self: Dict[Tuple[float, float], np.ndarray] = {}
 
+    @property
+    def trees(self) -> List[TreeArrays]:
+        return self.flat.trees
+
     def __len__(self) -> int:
-        return len(self.trees)
+        return len(self.flat)
 
     def self_kernels(self, lam: float = 0.4, sigma: float = 1) -> np.ndarray:
         key = (check_lambda(lam), check_sigma(sigma))
@@ -84,13 +83,11 @@ def _common_symbols(A, B) -> Optional[SymbolTable]:
     """The table both sides must share (None: neither side has one yet)."""
     items = []
     for side in (A, B):
-        if side is None:
-            continue
         if isinstance(side, TreeBatch):
-            items.append(side.trees[0] if side.trees else None)
-        else:
+            items.append(side.flat)
+        elif side is not None:
             items.extend(side)
-    return shared_symbols([x for x in items if x is not None]) if items else None
+    return shared_symbols(items) if items else None
 
 
 def _raw_gram(A: TreeBatch, B: Optional[TreeBatch], lam: float, sigma: float, n_threads: int,
@@ -188,30 +185,3 @@ def tree_kernel(t1, t2, lam: float = 0.4, sigma: float = 1, normalize: bool = Fa
     symbols = shared_symbols([t1, t2], symbols)
     return float(gram([t1], [t2], lam=lam, normalize=normalize, n_threads=1, progress=False,
                       sigma=sigma, symbols=symbols)[0, 0])
-
-
-def composite_kernel(x1, x2, log_p1: float, log_p2: float, lam: float = 0.4, b: float = 0.2,
-                     normalize: bool = False, sigma: float = 1) -> float:
-    """Reranking kernel ``K_λ(x1, x2) + b · log p(x1) · log p(x2)`` (SPEC §4);
-    trees or forests (then the forest kernel is K)."""
-    if isinstance(x1, Forest) or isinstance(x2, Forest):
-        from .forests import forest_kernel
-
-        if sigma != 1:
-            raise StructPrefError("the forest kernel is a subset-tree kernel: sigma must be 1")
-        k = forest_kernel(x1, x2, lam=lam, normalize=normalize)
-    else:
-        k = tree_kernel(x1, x2, lam=lam, sigma=sigma, normalize=normalize)
-    return k + float(b) * float(log_p1) * float(log_p2)
-
-
-def composite_gram(A, log_p_a, B=None, log_p_b=None, lam: float = 0.4, b: float = 0.2,
-                   normalize: bool = True, **kwargs) -> np.ndarray:
-    """:func:`gram` plus ``b · log p · log p'`` for every pair."""
-    K = gram(A, B, lam=lam, normalize=normalize, **kwargs)
-    log_p_a = np.asarray(log_p_a, dtype=float)
-    log_p_b = log_p_a if B is None else np.asarray(log_p_b, dtype=float)
-    if K.shape != (len(log_p_a), len(log_p_b)):
-        raise StructPrefError(f"need one log probability per candidate: got {len(log_p_a)} and "
-                              f"{len(log_p_b)} for a {K.shape[0]} x {K.shape[1]} kernel matrix")
-    return K + float(b) * np.outer(log_p_a, log_p_b)

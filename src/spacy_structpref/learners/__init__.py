@@ -1,12 +1,22 @@
 """Preference learning (SPEC §5): learner kernels, the kernel voted
 perceptron and the recursive neural network over preference sets, one
-learner per class of sets (specialisation), and the ``L_r`` metric."""
-from .base import PreferenceLearner
-from .kernels import LinearKernel, TreeKernel
-from .metrics import gold_rank, loss_at_r
-from .perceptron import KernelPerceptron
-from .recursive import RecursiveNetLearner
-from .specialised import SpecialisedLearner
+learner per class of sets (specialisation), and the ``L_r`` metric.
 
-__all__ = ["KernelPerceptron", "LinearKernel", "PreferenceLearner", "RecursiveNetLearner",
-           "SpecialisedLearner", "TreeKernel", "gold_rank", "loss_at_r"]
+The names below load on first use: the ``spacy_misc`` entry points name the
+config functions of :mod:`.registrations`, and resolving one of them must not
+pull in the compiled kernels."""
+from importlib import import_module
+
+_MODULES = {
+    "CompositeKernel": "kernels", "KernelPerceptron": "perceptron", "LinearKernel": "kernels",
+    "PreferenceLearner": "base", "RecursiveNetLearner": "recursive", "ScoredTrees": "kernels",
+    "SpecialisedLearner": "specialised", "TreeKernel": "kernels", "gold_rank": "metrics",
+    "loss_at_r": "metrics",
+}
+__all__ = sorted(_MODULES)
+
+
+def __getattr__(name: str):
+    if name not in _MODULES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(f".{_MODULES[name]}", __name__), name)

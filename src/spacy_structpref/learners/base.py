@@ -1,12 +1,20 @@
 """What every preference learner shares: checking settings and training sets,
-the sets that can teach, and prediction from per-set utilities."""
+the sets that can teach, prediction from per-set utilities, and saving
+(``to_bytes``/``from_bytes``/``to_disk``/``from_disk`` with ``exclude``, as
+spaCy components save)."""
 from abc import ABC, abstractmethod
 from collections.abc import Sequence as SequenceABC
-from typing import List, Optional, Sequence, Tuple
+from contextlib import contextmanager
+from pathlib import Path
+from typing import (Any, Callable, Dict, Iterable, Iterator, List, Optional, Protocol, Sequence, Tuple,
+                    runtime_checkable)
 
 import numpy as np
+import srsly
+from spacy import util
 
 from ..errors import StructPrefError
+from ..saving import atomic_directory, check_saved
 
 LOSSES = ("setwise", "pairwise")
 
@@ -71,12 +79,60 @@ def teaching_sets(sets: Sequence[Sequence], gold: Sequence[Optional[int]]
     return sets, gold, order
 
 
+@runtime_checkable
+class LearnerKernel(Protocol):
+    """A kernel as the learners use it (see :mod:`.kernels`)."""
+
+    def prepare(self, items): ...
+
+    def join(self, parts): ...
+
+    def block(self, a, b) -> np.ndarray: ...
+
+    def weighted_sum(self, a, weights, b) -> np.ndarray: ...
+
+    def settings(self) -> dict: ...
+
+    def encode(self, items) -> list: ...
+
+    def decode(self, data: list) -> list: ...
+
+
+# name -> (get, set) of one msgpack-ready part of a learner's state
+Parts = Dict[str, Tuple[Callable[[], Any], Callable[[Any], None]]]
+
+
 class PreferenceLearner(ABC):
-    """A learner of utilities over preference sets."""
+    """A learner of utilities over preference sets, trained like a spaCy
+    component: ``initialize``, then ``update`` on batches of sets (with the
+    caller's optimizer where the learner has gradients), ``finish_training``
+    when training ends; ``fit`` does all of it for a whole training set."""
+
+    @abstractmethod
+    def initialize(self, sets: Sequence[Sequence],
+                   gold: Optional[Sequence[Optional[int]]] = None) -> "PreferenceLearner":
+        """Start afresh, fixing what the training sets fix (a vocabulary, a model)."""
+
+    @abstractmethod
+    def update(self, sets: Sequence[Sequence], gold: Sequence[Optional[int]], *, sgd=None,
+               losses: Optional[Dict[str, float]] = None) -> Dict[str, float]:
+        """Train on the sets, in the order given; add this call's loss to ``losses``."""
+
+    def finish_update(self, sgd) -> None:
+        """Apply the gradients that ``update(..., sgd=None)`` accumulated (a
+        learner without gradients has nothing to apply)."""
+
+    def finish_training(self) -> "PreferenceLearner":
+        """Tidy up once training is over (saving does it too)."""
+        return self
 
     @abstractmethod
     def fit(self, sets: Sequence[Sequence], gold: Sequence[Optional[int]]) -> "PreferenceLearner":
         """Train on sets of candidates with each set's best index (None: no correct one)."""
+
+    @abstractmethod
+    def clone(self) -> "PreferenceLearner":
+        """A fresh, untrained learner with the same settings (and kernel)."""
 
     @abstractmethod
     def utilities(self, candidates: Sequence) -> np.ndarray:
@@ -85,3 +141,48 @@ class PreferenceLearner(ABC):
     def predict(self, sets: Sequence[Sequence]) -> List[Optional[int]]:
         """Index of the highest-utility candidate of each set (None: empty set)."""
         return [int(np.argmax(u)) if len(u) else None for u in map(self.utilities, sets)]
+
+    @contextmanager
+    def use_params(self, params: Dict) -> Iterator[None]:
+        """Predict (and save) with ``params`` in place of the current
+        parameters, e.g. an optimizer's averages; a learner that averages by
+        itself (the voted perceptron) ignores them."""
+        yield
+
+    # -- saving ---------------------------------------------------------------
+    @abstractmethod
+    def _parts(self) -> Parts:
+        """The parts of the learner's state, in loading order."""
+
+    def to_bytes(self, *, exclude: Iterable[str] = tuple()) -> bytes:
+        """The parts not in ``exclude``, as one msgpack message (training is finished first)."""
+        self.finish_training()
+        return util.to_bytes({name: get for name, (get, _) in self._parts().items()}, exclude)
+
+    def from_bytes(self, bytes_data: bytes, *, exclude: Iterable[str] = tuple()) -> "PreferenceLearner":
+        """Load what ``to_bytes`` saved (parts it left out keep their state)."""
+        util.from_bytes(bytes_data, {name: put for name, (_, put) in self._parts().items()}, exclude)
+        return self
+
+    def to_disk(self, path, *, exclude: Iterable[str] = tuple()) -> None:
+        """Save atomically, one msgpack file per part, with a marker naming the
+        learner class (training is finished first)."""
+        self.finish_training()
+        writers = {f"{name}.msgpack": lambda p, get=get: srsly.write_msgpack(p, get())
+                   for name, (get, _) in self._parts().items()}
+        with atomic_directory(path, type(self).__name__) as tmp:
+            util.to_disk(tmp, writers, exclude)
+
+    def from_disk(self, path, *, exclude: Iterable[str] = tuple()) -> "PreferenceLearner":
+        """Load what ``to_disk`` saved (parts it left out keep their state)."""
+        readers = {f"{name}.msgpack": _reader(put) for name, (_, put) in self._parts().items()}
+        util.from_disk(check_saved(path, type(self).__name__), readers, exclude)
+        return self
+
+
+def _reader(put: Callable[[Any], None]) -> Callable[[Path], None]:
+    def read(path: Path) -> None:
+        if path.exists():  # a part saved with ``exclude`` is missing: kept as it is, as in from_bytes
+            put(srsly.read_msgpack(path))
+
+    return read

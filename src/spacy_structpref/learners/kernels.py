@@ -3,17 +3,21 @@ once (trees are hash-consed into a DAG, self-kernels cached), ``join``
 concatenates prepared lists, ``block`` gives the matrix of kernel values
 between two prepared lists and ``weighted_sum`` the vector
 ``Σ_i w_i K(a_i, b_j)`` (a learner's utilities over its support);
-``to_dict``/:func:`kernel_from_dict` and ``encode``/``decode`` (items as
-msgpack-ready data) let a learner save its support."""
-from typing import Optional
+``encode``/``decode`` (items as msgpack-ready data) let a learner save its
+support, and ``settings`` is what a saved support is checked against."""
+from collections.abc import Sequence as SequenceABC
+from typing import Optional, Tuple
 
 import numpy as np
 from nltk.tree import Tree
 
 from ..errors import StructPrefError
-from ..kernels import TreeSetDAG
-from ..kernels.inputs import check_lambda, check_sigma, tree_list
+from ..kernels.composite import reranking_kernel
+from ..kernels.dag import dag_kernel_block, dag_weighted_sums
+from ..kernels.inputs import check_lambda, check_sigma
 from ..trees.arrays import SymbolTable
+from ..trees.convert import tree_list
+from ..trees.dag import TreeSetDAG
 
 
 class TreeKernel:
@@ -21,7 +25,7 @@ class TreeKernel:
     ``lam``, cosine-normalised when ``normalize``; items are anything the
     kernels accept (nltk Trees, bracket strings, Docs, TreeArrays); a whole
     set may also come as a TreeSetDAG built with ``symbols``. Prepared
-    lists are :class:`~spacy_structpref.kernels.TreeSetDAG` objects: Δ is
+    lists are :class:`~spacy_structpref.trees.TreeSetDAG` objects: Δ is
     computed once per pair of distinct subtrees, and a support set's weights
     are folded into its DAG nodes, so utilities cost what the distinct
     subtrees cost, however many support trees share them."""
@@ -46,12 +50,12 @@ class TreeKernel:
         return TreeSetDAG.join(parts, self.symbols)
 
     def block(self, a: TreeSetDAG, b: TreeSetDAG) -> np.ndarray:
-        return a.kernel_block(b, self.lam, self.sigma, self.normalize)
+        return dag_kernel_block(a, b, self.lam, self.sigma, self.normalize)
 
     def weighted_sum(self, a: TreeSetDAG, weights, b: TreeSetDAG) -> np.ndarray:
-        return a.weighted_sums(weights, b, self.lam, self.sigma, self.normalize)
+        return dag_weighted_sums(a, weights, b, self.lam, self.sigma, self.normalize)
 
-    def to_dict(self) -> dict:
+    def settings(self) -> dict:
         return {"kind": "tree", "lam": self.lam, "sigma": self.sigma, "normalize": self.normalize}
 
     def encode(self, items) -> list:
@@ -77,7 +81,7 @@ class LinearKernel:
     def weighted_sum(self, a: np.ndarray, weights, b: np.ndarray) -> np.ndarray:
         return (np.asarray(weights, dtype=float) @ a) @ b.T
 
-    def to_dict(self) -> dict:
+    def settings(self) -> dict:
         return {"kind": "linear"}
 
     def encode(self, items) -> list:
@@ -87,14 +91,84 @@ class LinearKernel:
         return [np.asarray(x, dtype=float) for x in data]
 
 
-def kernel_from_dict(data: dict, symbols: Optional[SymbolTable] = None):
-    """The kernel ``to_dict`` described; a tree kernel uses ``symbols`` (default: a new table)."""
-    kind = data.get("kind")
-    if kind == "tree":
-        return TreeKernel(data["lam"], data["sigma"], data["normalize"], symbols=symbols)
-    if kind == "linear":
-        return LinearKernel()
-    raise StructPrefError(f"unknown learner kernel {kind!r} (expected 'tree' or 'linear')")
+class ScoredTrees(SequenceABC):
+    """A candidate set for :class:`CompositeKernel`: trees (a TreeSetDAG, e.g.
+    a parser's k-best list, or a list) with each tree's log probability;
+    candidate i is ``(trees[i], log_p[i])``."""
+
+    def __init__(self, trees, log_p):
+        self.trees, self.log_p = trees, _log_probabilities(log_p, len(trees))
+
+    def __len__(self) -> int:
+        return len(self.trees)
+
+    def __getitem__(self, i: int) -> Tuple[object, float]:
+        return self.trees[i], float(self.log_p[i])
+
+
+class CompositeKernel:
+    """The reranking kernel ``K((x, log p), (x', log p')) = K(x, x') + b · log
+    p · log p'`` (Collins & Duffy 2002; Menchetti et al. 2005, eq. 17) over
+    another learner kernel K (a :class:`TreeKernel`: K_λ). Items are ``(tree,
+    log_p)`` pairs; a whole set may also come as :class:`ScoredTrees` or as a
+    ``(TreeSetDAG, log_p array)`` pair. Prepared lists are ``(prepared trees,
+    log_p array)`` pairs."""
+
+    def __init__(self, tree_kernel, b: float = 0.2):
+        b = float(b)
+        if not b >= 0:
+            raise StructPrefError(f"the weight b of log p · log p' must be >= 0, got {b}")
+        self.tree_kernel, self.b = tree_kernel, b
+
+    @property
+    def symbols(self) -> SymbolTable:
+        """The tree kernel's SymbolTable: build candidate DAGs with it."""
+        return self.tree_kernel.symbols
+
+    def prepare(self, items) -> Tuple[object, np.ndarray]:
+        if isinstance(items, ScoredTrees):
+            trees, log_p = items.trees, items.log_p
+        elif isinstance(items, tuple) and len(items) == 2 and isinstance(items[0], TreeSetDAG):
+            trees, log_p = items
+        else:
+            pairs = list(items)
+            trees, log_p = [x for x, _ in pairs], [p for _, p in pairs]
+        return self.tree_kernel.prepare(trees), _log_probabilities(log_p, len(trees))
+
+    def join(self, parts) -> Tuple[object, np.ndarray]:
+        return (self.tree_kernel.join([trees for trees, _ in parts]),
+                np.concatenate([log_p for _, log_p in parts]))
+
+    def block(self, x, y) -> np.ndarray:
+        return reranking_kernel(self.tree_kernel.block(x[0], y[0]), x[1], y[1], self.b)
+
+    def weighted_sum(self, x, weights, y) -> np.ndarray:
+        # Σ_i w_i (K_ij + b lp_i lp'_j) = Σ_i w_i K_ij + b (Σ_i w_i lp_i) lp'_j
+        weights = np.asarray(weights, dtype=float)
+        return reranking_kernel(self.tree_kernel.weighted_sum(x[0], weights, y[0]),
+                                weights @ x[1], y[1], self.b)
+
+    def settings(self) -> dict:
+        return {"kind": "composite", "b": self.b, "tree_kernel": self.tree_kernel.settings()}
+
+    def encode(self, items) -> list:
+        items = list(items)
+        trees = self.tree_kernel.encode([tree for tree, _ in items])
+        return [[tree, float(p)] for tree, (_, p) in zip(trees, items)]
+
+    def decode(self, data: list) -> list:
+        return list(zip(self.tree_kernel.decode([tree for tree, _ in data]), (p for _, p in data)))
+
+
+def _log_probabilities(log_p, n: int) -> np.ndarray:
+    log_p = np.asarray(log_p, dtype=float)
+    if log_p.shape != (n,):
+        raise StructPrefError(f"need one log probability per candidate: {n} candidates, "
+                              f"log probabilities of shape {log_p.shape}")
+    if not np.isfinite(log_p).all():
+        raise StructPrefError("log probabilities must be finite (a candidate of probability 0 "
+                              "cannot be scored)")
+    return log_p
 
 
 def _nested(tree: Tree) -> list:

@@ -19,18 +19,19 @@ Support items are pooled per distinct candidate (the best of a set recurs in
 many pairs) with one live and one time-weighted coefficient each, and packed
 in chunks that merge as they grow (like a binary counter), so adding support
 costs O(log n) repacking per item rather than repacking the whole pool; after
-training the pool is packed as one chunk, so prediction takes one kernel block.
+training (``finish_training``, or saving) the pool is packed as one chunk, so
+prediction takes one kernel block.
 """
 import random
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, Hashable, List, Optional, Sequence, Tuple
 
 import numpy as np
-import srsly
 
-from ..saving import atomic_directory, check_saved
-from .base import PreferenceLearner, candidate_list, check_training_settings, teaching_sets
-from .kernels import kernel_from_dict
+from ..errors import StructPrefError
+from .base import (LearnerKernel, Parts, PreferenceLearner, Subsequence, candidate_list,
+                   check_training_settings, teaching_sets)
 from .metrics import at_least
+
 
 class _Chunk:
     def __init__(self, items: list, prepared, keys: list, alpha, tau):
@@ -40,20 +41,34 @@ class _Chunk:
 
 
 class KernelPerceptron(PreferenceLearner):
-    """Dual perceptron over preference sets with any learner kernel (an object
-    with ``prepare``, ``join``, ``block`` and ``weighted_sum``, see :mod:`.kernels`)."""
+    """Dual perceptron over preference sets with any learner kernel (see
+    :mod:`.kernels`). A saved perceptron loads only into one whose kernel has
+    the saved kernel's settings (else an error: build the learner from the
+    config that trained it); its support is prepared by that kernel, so tree
+    items intern into the loading learner's ``kernel.symbols``."""
 
-    def __init__(self, kernel, loss: str = "setwise", epochs: int = 1, average: bool = True,
-                 seed: int = 0, progress: Optional[bool] = None):
+    def __init__(self, kernel: LearnerKernel, loss: str = "setwise", epochs: int = 1,
+                 average: bool = True, seed: int = 0, progress: Optional[bool] = None):
         check_training_settings(loss, epochs)
+        if not isinstance(kernel, LearnerKernel):
+            raise StructPrefError(f"a {type(kernel).__name__} is not a learner kernel (see "
+                                  "spacy_structpref.learners.kernels)")
         self.kernel, self.loss, self.epochs = kernel, loss, epochs
         self.average, self.seed, self.progress = average, seed, progress
+        self._reset()
+
+    def _reset(self) -> None:
         self.chunks: List[_Chunk] = []
         self._where: Dict[tuple, Tuple[int, int]] = {}  # key -> (chunk, index)
         self._pending: Dict[tuple, list] = {}  # key -> [item, alpha, tau]
-        self.n_fits = 0  # support keys are (fit call, set, candidate)
         self.n_examples = 0  # T: examples seen (pairs or sets)
         self.n_updates = 0
+
+    def clone(self) -> "KernelPerceptron":
+        """An untrained perceptron with the same settings and the same kernel
+        (so the same SymbolTable)."""
+        return type(self)(self.kernel, loss=self.loss, epochs=self.epochs, average=self.average,
+                          seed=self.seed, progress=self.progress)
 
     # -- the pool -------------------------------------------------------------
     @property
@@ -118,26 +133,63 @@ class KernelPerceptron(PreferenceLearner):
         return u
 
     # -- learning -------------------------------------------------------------
-    def fit(self, sets: Sequence[Sequence], gold: Sequence[Optional[int]]) -> "KernelPerceptron":
-        """Train on preference sets (lists of candidates) with the index of each
-        set's best candidate; sets without one (None) or with a single
-        candidate teach nothing and are skipped. Can be called again to go on."""
+    def initialize(self, sets: Optional[Sequence[Sequence]] = None,
+                   gold: Optional[Sequence[Optional[int]]] = None) -> "KernelPerceptron":
+        """Start afresh (no support). A perceptron fixes nothing before
+        training: the sets, with gold, are only checked (``fit`` needs no
+        ``initialize``)."""
+        if sets is not None and gold is not None:
+            teaching_sets(sets, gold)
+        self._reset()
+        return self
+
+    def update(self, sets: Sequence[Sequence], gold: Sequence[Optional[int]], *,
+               set_ids: Optional[Sequence[Hashable]] = None, sgd=None,
+               losses: Optional[Dict[str, float]] = None) -> Dict[str, float]:
+        """One pass over the sets in the order given (no shuffling). Sets
+        without a correct candidate (None) or with a single candidate teach
+        nothing. ``set_ids``: an id per set, stable across calls: a set seen
+        again (the next epoch) pools its support items with those it added
+        before; by default every set is new. ``losses["perceptron"]`` counts
+        the mistakes. ``sgd`` is not used (the perceptron steps by itself): it
+        is taken so that every learner updates alike. The support is left in
+        chunks: ``finish_training`` packs it."""
         sets, gold, order = teaching_sets(sets, gold)
-        self.n_fits += 1
-        rng = random.Random(self.seed)
+        if set_ids is None:
+            set_ids = [object() for _ in range(len(sets))]
+        elif len(set_ids) != len(sets):
+            raise StructPrefError(f"{len(sets)} preference sets but {len(set_ids)} set ids")
         from tqdm import tqdm
 
-        for epoch in range(self.epochs):
-            if epoch:
-                rng.shuffle(order)
-            bar = tqdm(order, desc=f"perceptron epoch {epoch + 1}", unit="set",
-                       disable=None if self.progress is None else not self.progress, leave=False)
-            for i in bar:
-                self._train_set(i, candidate_list(sets[i]), gold[i])
+        before = self.n_updates
+        for i in tqdm(order, desc="perceptron", unit="set", leave=False,
+                      disable=None if self.progress is None else not self.progress):
+            self._train_set(set_ids[i], candidate_list(sets[i]), gold[i])
+        losses = {} if losses is None else losses
+        losses["perceptron"] = losses.get("perceptron", 0.0) + self.n_updates - before
+        return losses
+
+    def finish_training(self) -> "KernelPerceptron":
+        """Pack the support as one chunk: prediction then takes one kernel block."""
         self._compact()
         return self
 
-    def _train_set(self, set_id: int, cands: Sequence, g: int) -> None:
+    def fit(self, sets: Sequence[Sequence], gold: Sequence[Optional[int]]) -> "KernelPerceptron":
+        """Train on preference sets (lists of candidates) with the index of each
+        set's best candidate: ``epochs`` updates over the sets that can teach
+        (shuffled from the second epoch on), then ``finish_training``. Can be
+        called again to go on."""
+        sets, gold, order = teaching_sets(sets, gold)
+        set_ids = [object() for _ in range(len(sets))]  # this call's sets, the same each epoch
+        rng = random.Random(self.seed)
+        for epoch in range(self.epochs):
+            if epoch:
+                rng.shuffle(order)
+            self.update(Subsequence(sets, order), [gold[i] for i in order],
+                        set_ids=[set_ids[i] for i in order])
+        return self.finish_training()
+
+    def _train_set(self, set_id: Hashable, cands: Sequence, g: int) -> None:
         prepared = self.kernel.prepare(cands)
         u = self._utilities(prepared, len(cands), averaged=False)
         wrong = [j for j in range(len(cands)) if j != g]
@@ -157,9 +209,9 @@ class KernelPerceptron(PreferenceLearner):
                     K = self.kernel.block(prepared, prepared)
                 u += K[g] - K[j]
 
-    def _update(self, set_id: int, cands: Sequence, g: int, j: int) -> None:
-        self._add((self.n_fits, set_id, g), cands[g], 1.0)
-        self._add((self.n_fits, set_id, j), cands[j], -1.0)
+    def _update(self, set_id: Hashable, cands: Sequence, g: int, j: int) -> None:
+        self._add((set_id, g), cands[g], 1.0)
+        self._add((set_id, j), cands[j], -1.0)
         self.n_updates += 1
 
     # -- prediction -----------------------------------------------------------
@@ -171,33 +223,32 @@ class KernelPerceptron(PreferenceLearner):
         return self._utilities(self.kernel.prepare(candidates), len(candidates), self.average)
 
     # -- saving ---------------------------------------------------------------
-    def to_disk(self, path) -> None:
-        """Save kernel settings, support items and coefficients (atomically)."""
-        self._compact()
-        chunk = self.chunks[0] if self.chunks else None
-        data = {"kernel": self.kernel.to_dict(), "loss": self.loss, "epochs": self.epochs,
-                "average": self.average, "seed": self.seed, "n_fits": self.n_fits,
-                "n_examples": self.n_examples, "n_updates": self.n_updates,
+    def _parts(self) -> Parts:
+        """``cfg``: the kernel's settings, which a loaded support must have
+        been trained with; ``support``: the support items and coefficients."""
+        return {"cfg": (lambda: {"kernel": self.kernel.settings()}, self._check_cfg),
+                "support": (self._support, self._set_support)}
+
+    def _check_cfg(self, cfg: dict) -> None:
+        if cfg["kernel"] != self.kernel.settings():
+            raise StructPrefError(f"the saved perceptron was trained with the kernel "
+                                  f"{cfg['kernel']}, this one has {self.kernel.settings()}: load it "
+                                  "into a learner built from the config that trained it")
+
+    def _support(self) -> dict:
+        chunk = self.chunks[0] if self.chunks else None  # one chunk: saving finishes training
+        return {"n_examples": self.n_examples, "n_updates": self.n_updates,
                 "items": self.kernel.encode(chunk.items) if chunk else [],
-                "keys": [list(k) for k in chunk.keys] if chunk else [],
                 "alpha": chunk.alpha.tolist() if chunk else [],
                 "tau": chunk.tau.tolist() if chunk else []}
-        with atomic_directory(path, type(self).__name__) as tmp:
-            srsly.write_msgpack(tmp / "perceptron.msgpack", data)
 
-    @classmethod
-    def from_disk(cls, path, symbols=None) -> "KernelPerceptron":
-        """Load a saved learner; a tree kernel interns into ``symbols`` (default
-        a new SymbolTable): share one table with the candidate DAGs to score."""
-        data = srsly.read_msgpack(check_saved(path, cls.__name__) / "perceptron.msgpack")
-        kernel = kernel_from_dict(data["kernel"], symbols)
-        learner = cls(kernel, loss=data["loss"], epochs=data["epochs"], average=data["average"],
-                      seed=data["seed"])
-        learner.n_fits, learner.n_examples = data["n_fits"], data["n_examples"]
-        learner.n_updates = data["n_updates"]
+    def _set_support(self, data: dict) -> None:
+        """Items are prepared by this learner's kernel: tree items intern into
+        its SymbolTable, the one to build candidate DAGs with."""
+        self._reset()
+        self.n_examples, self.n_updates = data["n_examples"], data["n_updates"]
         if data["items"]:
-            items = kernel.decode(data["items"])
-            learner.chunks = [_Chunk(items, kernel.prepare(items), [tuple(k) for k in data["keys"]],
-                                     data["alpha"], data["tau"])]
-            learner._index_last()
-        return learner
+            items = self.kernel.decode(data["items"])
+            keys = [object() for _ in items]  # no later update pools with a loaded item
+            self.chunks = [_Chunk(items, self.kernel.prepare(items), keys, data["alpha"], data["tau"])]
+            self._index_last()

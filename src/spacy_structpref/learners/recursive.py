@@ -5,20 +5,28 @@ setwise loss is the softmax cross-entropy over each set,
 every (best, wrong) pair, ``log(1 + e^{U(x_j) − U(x_y)})``. Each set is
 hash-consed into a label DAG once, before the first epoch (shared subtrees
 are computed once), and a minibatch concatenates its sets' DAGs. Sets may be
-lists of nltk Trees or :class:`~..kernels.TreeSetDAG` sets (e.g.
+lists of nltk Trees or :class:`~..trees.TreeSetDAG` sets (e.g.
 ``PreferenceSet.dag``), which skips building trees altogether.
+
+``update`` takes one gradient step per call (the caller's minibatch, as in
+spaCy's training loop) with the caller's optimizer; ``fit`` makes the
+minibatches and trains with the learner's own optimizer, whose parameter
+averages (Polyak averaging) it then predicts and saves with. A pipeline that
+updates with its own optimizer predicts and saves inside
+``learner.use_params(sgd.averages)``, as spaCy does.
 """
 import random
-from typing import List, Optional, Sequence, Tuple
+from contextlib import nullcontext
+from typing import ContextManager, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
-import srsly
-from thinc.api import Adam, Optimizer
+from thinc.api import Model, Optimizer
 
 from ..errors import StructPrefError
-from ..saving import atomic_directory, check_saved
-from ..models.recursive import RecursiveNet, build_label_dag, concat_label_dags, label_vocab
-from .base import PreferenceLearner, candidate_list, check_training_settings, teaching_sets
+from ..models.recursive import (LabelDAG, RecursiveNet, build_label_dag, concat_label_dags,
+                                label_vocab)
+from .base import Parts, PreferenceLearner, candidate_list, check_training_settings, teaching_sets
+
 
 def set_losses(scores: np.ndarray, set_starts: np.ndarray, gold: Sequence[Optional[int]],
                loss: str) -> Tuple[float, np.ndarray]:
@@ -49,7 +57,9 @@ def set_losses(scores: np.ndarray, set_starts: np.ndarray, gold: Sequence[Option
 
 class RecursiveNetLearner(PreferenceLearner):
     """Trains a recursive network on preference sets of trees; same
-    ``fit``/``utilities``/``predict`` interface as the kernel perceptron."""
+    interface as the kernel perceptron. ``optimizer`` is what ``fit`` trains
+    with (in a config, ``[learner.optimizer]``; ``configs/learners/rnn.cfg``
+    has the tuned Adam)."""
 
     def __init__(self, width: int = 25, max_children: int = 15, loss: str = "setwise",
                  epochs: int = 12, batch_size: int = 32, optimizer: Optional[Optimizer] = None,
@@ -59,31 +69,90 @@ class RecursiveNetLearner(PreferenceLearner):
             raise StructPrefError(f"batch_size must be >= 1, got {batch_size}")
         self.width, self.max_children, self.loss = width, max_children, loss
         self.epochs, self.batch_size, self.seed = epochs, batch_size, seed
-        # Adam 0.01 for 12 epochs: best of 0.003/0.01/0.03 × 5–30 epochs on PTB dev
-        # attachment sets from 100 training sentences (bench/attachment.py)
-        self.optimizer = optimizer if optimizer is not None else Adam(0.01)
-        self.progress = progress
-        self.vocab = None
-        self.model = None
-        self.losses: List[float] = []  # mean loss per set, per epoch
+        self.optimizer, self.progress = optimizer, progress
+        self.vocab: Optional[Dict[str, int]] = None
+        self.model: Optional[Model] = None
+        self.losses: List[float] = []  # mean loss per set, per epoch of fit
         self._rng = random.Random(seed)  # one shuffle stream across fit calls
 
-    def _dag(self, sets):
+    def clone(self) -> "RecursiveNetLearner":
+        """An untrained learner with the same settings; the optimizer is
+        shared (an optimizer keeps its state per model parameter)."""
+        return type(self)(self.width, self.max_children, self.loss, self.epochs, self.batch_size,
+                          optimizer=self.optimizer, seed=self.seed, progress=self.progress)
+
+    def _dag(self, sets) -> LabelDAG:
         return build_label_dag(sets, self.vocab, self.max_children)
+
+    def _new_model(self) -> None:
+        self.model = RecursiveNet(self.width, self.max_children, len(self.vocab) + 2,
+                                  seed=self.seed).initialize()
+
+    def _trained(self, why: str) -> Model:
+        if self.model is None:
+            raise StructPrefError(f"the recursive net is not trained yet: {why}")
+        return self.model
+
+    # -- learning -------------------------------------------------------------
+    def initialize(self, sets: Sequence[Sequence],
+                   gold: Optional[Sequence[Optional[int]]] = None) -> "RecursiveNetLearner":
+        """A fresh network whose label vocabulary is that of the sets that can
+        teach (every set when ``gold`` is None)."""
+        if gold is None:
+            order = range(len(sets))
+        else:
+            sets, gold, order = teaching_sets(sets, gold)
+        if not order:
+            raise StructPrefError("no preference set with a correct candidate and a rival")
+        self.vocab = label_vocab(candidate_list(sets[i]) for i in order)
+        self._new_model()
+        self.losses = []
+        return self
+
+    def update(self, sets: Sequence[Sequence], gold: Sequence[Optional[int]], *,
+               sgd: Optional[Optimizer] = None,
+               losses: Optional[Dict[str, float]] = None) -> Dict[str, float]:
+        """One gradient step on the sets as one minibatch: the loss summed over
+        the sets that can teach, its gradient divided by their number.
+        ``sgd=None`` leaves the gradient to ``finish_update(sgd)``.
+        ``losses["recursive_net"]`` adds the summed loss."""
+        sets, gold, order = teaching_sets(sets, gold)
+        self._trained("call initialize first")
+        loss = self._step([self._dag([candidate_list(sets[i])]) for i in order],
+                          [gold[i] for i in order], sgd) if order else 0.0
+        losses = {} if losses is None else losses
+        losses["recursive_net"] = losses.get("recursive_net", 0.0) + loss
+        return losses
+
+    def finish_update(self, sgd: Optimizer) -> None:
+        self._trained("call initialize first").finish_update(sgd)
+
+    def _step(self, set_dags: List[LabelDAG], gold: List[int], sgd: Optional[Optimizer]) -> float:
+        dag = concat_label_dags(set_dags)
+        scores, backprop = self.model.begin_update(dag)
+        loss, d_scores = set_losses(scores, dag.set_starts, gold, self.loss)
+        backprop(d_scores / len(set_dags))
+        if sgd is not None:
+            self.finish_update(sgd)
+        return loss
 
     def fit(self, sets: Sequence[Sequence], gold: Sequence[Optional[int]]) -> "RecursiveNetLearner":
         """Train on preference sets (lists of nltk Trees, or TreeSetDAGs) with
-        each set's best candidate index (None: no correct candidate, skipped).
-        The label vocabulary comes from the first call's sets."""
+        each set's best candidate index (None: no correct candidate, skipped):
+        ``epochs`` shuffled passes in minibatches of ``batch_size`` sets, one
+        ``update`` step each with the learner's optimizer. The first call
+        initializes the network (label vocabulary from its sets); later calls
+        go on."""
+        if self.optimizer is None:
+            raise StructPrefError("fit trains with the learner's optimizer and this one has none: "
+                                  "give it one (optimizer=..., or [learner.optimizer] in its "
+                                  "config), or train with update(..., sgd=...)")
         sets, gold, order = teaching_sets(sets, gold)
         if self.model is None:
-            if not order:
-                raise StructPrefError("no preference set with a correct candidate and a rival")
-            self.vocab = label_vocab(candidate_list(sets[i]) for i in order)
-            self.model = RecursiveNet(self.width, self.max_children, len(self.vocab) + 2,
-                                      seed=self.seed).initialize()
+            self.initialize(sets, gold)
         from tqdm import tqdm
 
+        # each set hash-consed once for all epochs; a minibatch concatenates them
         set_dags = {i: self._dag([candidate_list(sets[i])]) for i in order}
         for epoch in range(self.epochs):
             self._rng.shuffle(order)
@@ -92,49 +161,55 @@ class RecursiveNetLearner(PreferenceLearner):
             for batch in tqdm(batches, desc=f"recursive net epoch {epoch + 1}", unit="batch",
                               disable=None if self.progress is None else not self.progress,
                               leave=False):
-                dag = concat_label_dags([set_dags[i] for i in batch])
-                scores, backprop = self.model.begin_update(dag)
-                loss, d_scores = set_losses(scores, dag.set_starts, [gold[i] for i in batch],
-                                            self.loss)
-                backprop(d_scores / len(batch))
-                self.model.finish_update(self.optimizer)
-                total += loss
+                total += self._step([set_dags[i] for i in batch], [gold[i] for i in batch],
+                                    self.optimizer)
             self.losses.append(float(total / max(len(order), 1)))
         return self
 
+    # -- prediction -----------------------------------------------------------
+    def use_params(self, params: Dict) -> ContextManager:
+        return nullcontext() if self.model is None else self.model.use_params(params)
+
+    def _averaged(self) -> ContextManager:
+        """The parameter averages of the learner's own optimizer in place
+        (none before ``fit``, or when it keeps none)."""
+        averages = self.optimizer.averages if self.optimizer is not None else None
+        return self.use_params(averages or {})
+
     def utilities(self, candidates: Sequence) -> np.ndarray:
         """U(x) of every candidate of one set."""
-        if self.model is None:
-            raise StructPrefError("the recursive net is not trained yet: call fit first")
+        model = self._trained("call initialize or fit first")
         candidates = candidate_list(candidates)
         if not len(candidates):
             return np.zeros(0)
-        with self.model.use_params(self.optimizer.averages or {}):
-            return np.asarray(self.model.predict(self._dag([candidates])), dtype=np.float64)
+        with self._averaged():
+            return np.asarray(model.predict(self._dag([candidates])), dtype=np.float64)
 
     # -- saving ---------------------------------------------------------------
-    def to_disk(self, path) -> None:
-        """Save settings, label vocabulary and the (averaged) network, atomically.
-        A loaded learner predicts the same; further training starts a fresh optimizer."""
-        if self.model is None:
-            raise StructPrefError("the recursive net is not trained yet: nothing to save")
-        settings = {"width": self.width, "max_children": self.max_children, "loss": self.loss,
-                    "epochs": self.epochs, "batch_size": self.batch_size, "seed": self.seed,
-                    "vocab": self.vocab, "losses": self.losses}
-        with self.model.use_params(self.optimizer.averages or {}):
-            weights = self.model.to_bytes()
-        with atomic_directory(path, type(self).__name__) as tmp:
-            srsly.write_json(tmp / "learner.json", settings)
-            (tmp / "model.bin").write_bytes(weights)
+    def _parts(self) -> Parts:
+        """``cfg``: the network's shape, label vocabulary and training losses;
+        ``model``: its weights, averaged as ``utilities`` uses them. A saved
+        network loads into a learner of the same width and max_children."""
+        return {"cfg": (self._cfg, self._set_cfg), "model": (self._weights, self._set_weights)}
 
-    @classmethod
-    def from_disk(cls, path) -> "RecursiveNetLearner":
-        path = check_saved(path, cls.__name__)
-        settings = srsly.read_json(path / "learner.json")
-        vocab, losses = settings.pop("vocab"), settings.pop("losses")
-        learner = cls(**settings)
-        learner.vocab, learner.losses = vocab, losses
-        learner.model = RecursiveNet(learner.width, learner.max_children, len(vocab) + 2,
-                                     seed=learner.seed).initialize()
-        learner.model.from_bytes((path / "model.bin").read_bytes())
-        return learner
+    def _cfg(self) -> dict:
+        self._trained("nothing to save")
+        return {"width": self.width, "max_children": self.max_children, "vocab": self.vocab,
+                "losses": self.losses}
+
+    def _set_cfg(self, cfg: dict) -> None:
+        for name in ("width", "max_children"):
+            if cfg[name] != getattr(self, name):
+                raise StructPrefError(f"the saved network has {name} = {cfg[name]}, this learner "
+                                      f"{getattr(self, name)}: load it into a learner built from "
+                                      "the config that trained it")
+        self.vocab, self.losses = cfg["vocab"], cfg["losses"]
+        self._new_model()
+
+    def _weights(self) -> bytes:
+        model = self._trained("nothing to save")
+        with self._averaged():
+            return model.to_bytes()
+
+    def _set_weights(self, data: bytes) -> None:
+        self._trained("load its cfg (the label vocabulary) with the weights").from_bytes(data)

@@ -1,54 +1,90 @@
 """Specialisation (SPEC §8): one learner per class of preference sets, e.g.
 one first-pass attachment predictor per foot class of the incoming word
 (``incremental.foot_class``). Each set goes to its class's learner, for
-training and for prediction."""
+training and for prediction; every class's learner is a ``clone()`` of one
+prototype learner (in a config, ``[learner.prototype]``)."""
 from collections import defaultdict
-from typing import Callable, Dict, Hashable, List, Optional, Sequence
+from contextlib import ExitStack
+from typing import Dict, Hashable, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 import srsly
+from spacy import util
 
 from ..errors import StructPrefError
 from ..saving import atomic_directory, check_saved
-from ..trees.arrays import SymbolTable
 from .base import PreferenceLearner, Subsequence, candidate_list, teaching_sets
-from .perceptron import KernelPerceptron
-from .recursive import RecursiveNetLearner
 
 
 class SpecialisedLearner:
-    """A learner per key, each made by ``make_learner()`` on the first
+    """A learner per key, each a clone of ``prototype`` made for the first
     training set of its key. A key never seen with a set that can teach has
     no learner: its sets get equal utilities (no preference), which ``L_r``
     counts as errors."""
 
-    def __init__(self, make_learner: Optional[Callable[[], PreferenceLearner]] = None):
-        self.make_learner = make_learner
+    def __init__(self, prototype: PreferenceLearner):
+        if not isinstance(prototype, PreferenceLearner):
+            raise StructPrefError(f"the prototype must be a preference learner, got a "
+                                  f"{type(prototype).__name__}")
+        self.prototype = prototype
         self.learners: Dict[Hashable, PreferenceLearner] = {}
 
-    def fit(self, sets: Sequence[Sequence], gold: Sequence[Optional[int]],
-            keys: Sequence[Hashable]) -> "SpecialisedLearner":
-        """Train each key's learner on the sets of that key (``keys[i]`` is the
-        key of ``sets[i]``); can be called again to go on."""
+    def _groups(self, sets: Sequence[Sequence], gold: Sequence[Optional[int]],
+                keys: Sequence[Hashable]) -> Iterator[Tuple[Hashable, Sequence[Sequence], List]]:
+        """``(key, its sets, their gold)`` for each key with a set that can teach."""
         if len(keys) != len(sets):
             raise StructPrefError(f"{len(sets)} sets, {len(gold)} gold indices and "
                                   f"{len(keys)} keys: one of each per set")
         sets, gold, order = teaching_sets(sets, gold)
-        teaching_keys = {keys[i] for i in order}
         groups: Dict[Hashable, List[int]] = defaultdict(list)
         for i, key in enumerate(keys):
             groups[key].append(i)
-        for key in sorted(teaching_keys, key=str):  # keys with nothing to learn from get no learner
+        for key in sorted({keys[i] for i in order}, key=str):  # keys with nothing to learn from get no learner
             members = groups[key]
-            learner = self.learners.get(key)
-            if learner is None:
-                if self.make_learner is None:
-                    raise StructPrefError(f"no learner for key {key!r} and no make_learner to "
-                                          "make one")
-                learner = self.learners[key] = self.make_learner()
-            learner.fit(Subsequence(sets, members), [gold[i] for i in members])
+            yield key, Subsequence(sets, members), [gold[i] for i in members]
+
+    # -- learning -------------------------------------------------------------
+    def initialize(self, sets: Sequence[Sequence], gold: Sequence[Optional[int]],
+                   keys: Sequence[Hashable]) -> "SpecialisedLearner":
+        """A fresh learner for each key with a set that can teach, initialized on its sets."""
+        self.learners = {key: self.prototype.clone().initialize(key_sets, key_gold)
+                         for key, key_sets, key_gold in self._groups(sets, gold, keys)}
         return self
 
+    def update(self, sets: Sequence[Sequence], gold: Sequence[Optional[int]],
+               keys: Sequence[Hashable], *, sgd=None,
+               losses: Optional[Dict[str, float]] = None) -> Dict[str, float]:
+        """Each key's learner's ``update`` on the sets of that key; a key first
+        seen here gets a learner initialized on these sets."""
+        losses = {} if losses is None else losses
+        for key, key_sets, key_gold in self._groups(sets, gold, keys):
+            learner = self.learners.get(key)
+            if learner is None:
+                learner = self.learners[key] = self.prototype.clone().initialize(key_sets, key_gold)
+            learner.update(key_sets, key_gold, sgd=sgd, losses=losses)
+        return losses
+
+    def finish_update(self, sgd) -> None:
+        for learner in self.learners.values():
+            learner.finish_update(sgd)
+
+    def finish_training(self) -> "SpecialisedLearner":
+        for learner in self.learners.values():
+            learner.finish_training()
+        return self
+
+    def fit(self, sets: Sequence[Sequence], gold: Sequence[Optional[int]],
+            keys: Sequence[Hashable]) -> "SpecialisedLearner":
+        """Train each key's learner on the sets of that key (``keys[i]`` is the
+        key of ``sets[i]``) with its ``fit``; can be called again to go on."""
+        for key, key_sets, key_gold in self._groups(sets, gold, keys):
+            learner = self.learners.get(key)
+            if learner is None:
+                learner = self.learners[key] = self.prototype.clone()
+            learner.fit(key_sets, key_gold)
+        return self
+
+    # -- prediction -----------------------------------------------------------
     def utilities(self, candidates: Sequence, key: Hashable) -> np.ndarray:
         """U(x) of every candidate of one set of class ``key``."""
         learner = self.learners.get(key)
@@ -61,37 +97,50 @@ class SpecialisedLearner:
         return [int(np.argmax(u)) if len(u) else None
                 for u in (self.utilities(c, k) for c, k in zip(sets, keys))]
 
+    def use_params(self, params: Dict) -> ExitStack:
+        """Every key's learner's ``use_params(params)``."""
+        stack = ExitStack()
+        for learner in self.learners.values():
+            stack.enter_context(learner.use_params(params))
+        return stack
+
     # -- saving ---------------------------------------------------------------
-    def to_disk(self, path) -> None:
-        """Save every key's learner (keys must be strings), atomically."""
+    def _saved_learners(self) -> List[Tuple[str, PreferenceLearner]]:
         if not all(isinstance(key, str) for key in self.learners):
             raise StructPrefError("only string keys can be saved, got "
                                   f"{sorted(map(repr, self.learners))}")
-        index = []
+        return sorted(self.learners.items())
+
+    def to_bytes(self, *, exclude: Iterable[str] = tuple()) -> bytes:
+        """Every key's learner's bytes (``exclude`` is passed on to them)."""
+        return util.to_bytes({"learners": lambda: {key: learner.to_bytes(exclude=exclude)
+                                                   for key, learner in self._saved_learners()}},
+                             exclude)
+
+    def from_bytes(self, bytes_data: bytes, *,
+                   exclude: Iterable[str] = tuple()) -> "SpecialisedLearner":
+        """Load what ``to_bytes`` saved, each key's learner into a clone of the prototype."""
+        def load(saved: Dict[str, bytes]) -> None:
+            self.learners = {key: self.prototype.clone().from_bytes(data, exclude=exclude)
+                             for key, data in saved.items()}
+
+        util.from_bytes(bytes_data, {"learners": load}, exclude)
+        return self
+
+    def to_disk(self, path, *, exclude: Iterable[str] = tuple()) -> None:
+        """Save every key's learner (keys must be strings) in its own
+        directory, atomically."""
+        learners = self._saved_learners()
         with atomic_directory(path, type(self).__name__) as tmp:
-            for i, key in enumerate(sorted(self.learners)):
-                learner = self.learners[key]
-                if type(learner).__name__ not in _LOADERS:
-                    raise StructPrefError(f"cannot save a {type(learner).__name__} learner")
-                learner.to_disk(tmp / f"learner{i}")
-                index.append([key, f"learner{i}", type(learner).__name__])
-            srsly.write_json(tmp / "learners.json", index)
+            for i, (key, learner) in enumerate(learners):
+                learner.to_disk(tmp / f"learner{i}", exclude=exclude)
+            srsly.write_json(tmp / "learners.json", [[key, f"learner{i}"]
+                                                      for i, (key, _) in enumerate(learners)])
 
-    @classmethod
-    def from_disk(cls, path, make_learner: Optional[Callable[[], PreferenceLearner]] = None,
-                  symbols=None) -> "SpecialisedLearner":
-        """Load the saved learners (kernel perceptrons intern into one shared
-        ``symbols`` table, default a new one); ``make_learner`` is needed only
-        to train keys that have no learner yet."""
-        path = check_saved(path, cls.__name__)
-        symbols = symbols if symbols is not None else SymbolTable()
-        learner = cls(make_learner)
-        for key, name, kind in srsly.read_json(path / "learners.json"):
-            learner.learners[key] = _LOADERS[kind](path / name, symbols)
-        return learner
-
-
-_LOADERS = {
-    "KernelPerceptron": lambda path, symbols: KernelPerceptron.from_disk(path, symbols),
-    "RecursiveNetLearner": lambda path, symbols: RecursiveNetLearner.from_disk(path),
-}
+    def from_disk(self, path, *, exclude: Iterable[str] = tuple()) -> "SpecialisedLearner":
+        """Load what ``to_disk`` saved, each key's learner into a clone of the
+        prototype (so clones of a perceptron share its kernel's SymbolTable)."""
+        path = check_saved(path, type(self).__name__)
+        self.learners = {key: self.prototype.clone().from_disk(path / name, exclude=exclude)
+                         for key, name in srsly.read_json(path / "learners.json")}
+        return self

@@ -9,6 +9,7 @@ from typing import Tuple
 
 import numpy
 
+from ..errors import TaggerError
 from .distro import DistroScores
 
 
@@ -53,7 +54,7 @@ def hinge_loss(scores: DistroScores, gold: numpy.ndarray, cost: float = 1.0
     lengths = _np(scores.lengths, "i")
     gold = numpy.ascontiguousarray(gold, dtype=numpy.int32)
     if gold.shape != (S.shape[0],):
-        raise ValueError(f"gold must have one label per token ({S.shape[0]}), got {gold.shape}")
+        raise TaggerError(f"gold must have one label per token ({S.shape[0]}), got {gold.shape}")
     gold_path, gold_score = viterbi(S, lengths, T, P, allowed=gold)
     pred_path, pred_score = viterbi(S, lengths, T, P, cost_gold=gold, cost=cost)
     losses = numpy.maximum(pred_score - gold_score, 0.0)

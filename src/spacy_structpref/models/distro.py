@@ -1,5 +1,5 @@
 """``spacy_structpref.DistroTagger.v1``: first-order sequence scoring with
-distributed label vectors (DISTRO, Srikumar & Manning 2014; SPEC §6).
+distributed label vectors (DISTRO, Srikumar & Manning 2014).
 
 Labels are unit columns ``a_y`` of ``A`` (d × M). With features ``φ_i`` from
 the feature layer, a token's emission vector is ``e_i = W φ_i + b`` (or
@@ -12,24 +12,34 @@ The model maps Docs to :class:`DistroScores` (emission matrix of the whole
 batch, lengths, transition and initial scores); decoding and the structured
 hinge loss live in :mod:`.decode`. Its backprop takes ``(dS, dT, dπ)``.
 
-Learning alternates (SPEC §6): the component sets ``attrs["update_w"]`` and
-``attrs["update_A"]``; gradients are only accumulated for the enabled part,
-so Thinc's optimizer steps on w (and the feature layer) or on A, and the
-component then applies :func:`prox_step` to A. ``attrs["onehot"]`` fixes
-``A = I`` (d = M): the ordinary structured SVM baseline.
+It chains three sublayers, each also a ref of the model:
+
+* ``tok2vec``, the feature layer: Docs → ``φ_i`` per Doc;
+* ``weights`` (``distro_weights``), the weights w: ``φ_i`` → ``(e_i, W_T, w_0)``;
+* ``labels`` (``distro_labels``), the label matrix A: ``(e_i, W_T, w_0)`` →
+  emission, transition and initial scores.
+
+Learning alternates between w and A (Srikumar & Manning 2014): :func:`set_phase`
+chooses which part accumulates gradients; a w step is ``finish_update`` on
+``tok2vec`` and ``weights``, an A step is :func:`finish_label_update` on
+``labels`` (an optimizer step, then the nuclear-norm proximal map).
+``onehot = true`` fixes ``A = I`` (d = M): the ordinary structured SVM baseline.
 
 If the feature layer is :func:`~.sparse_features.SparseFeatures` with its width
 unset (``width = null`` in a config), its width is set to d and no projection
 is learned: the summed embeddings are exactly ``W φ_i`` with W the table.
 """
 from dataclasses import dataclass
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 import numpy
 from spacy.tokens import Doc
 from spacy.util import registry
-from thinc.api import Model
+from thinc.api import Model, Optimizer
+from thinc.backends import get_array_ops
 from thinc.types import Floats1d, Floats2d, Ints1d
+
+from ..errors import TaggerError
 
 
 @dataclass
@@ -50,17 +60,22 @@ def DistroTagger(tok2vec: Model[List[Doc], List[Floats2d]], rank: Optional[int] 
     """DISTRO over any feature layer. ``rank`` is d; unset (null), d is the
     number of labels, so A starts one-hot and only the nuclear norm lowers its
     rank, whatever the tag set. ``onehot = true`` gives the structured SVM
-    baseline (A = I, d = number of labels, A never updated)."""
+    baseline (A = I, d = number of labels, A never updated). ``seed`` draws A
+    when d is below the number of labels."""
     if rank is not None and rank < 1:
-        raise ValueError(f"rank must be >= 1 or null (one per label), got {rank}")
+        raise TaggerError(f"rank must be >= 1 or null (one per label), got {rank}")
     # a bare sparse embedder of unset width is the linear model over indicators itself
     project = not (tok2vec.name == "sparse_features" and tok2vec.has_dim("nO") is None)
+    weights = Model("distro_weights", _weights_forward, init=_weights_init,
+                    params=dict.fromkeys(("W", "b", "WT", "w0") if project else ("b", "WT", "w0")),
+                    dims={"nO": None, "nI": None}, attrs={"project": project})
+    labels = Model("distro_labels", _labels_forward, init=_labels_init, params={"A": None},
+                   dims={"nO": None, "nI": None}, attrs={"seed": seed, "update_A": False})
     return Model(
-        "distro_tagger", _forward, init=_init, layers=[tok2vec],
-        params={"W": None, "b": None, "WT": None, "w0": None, "A": None},
-        dims={"nO": nO, "nA": None, "nI": None},
-        attrs={"rank": rank, "onehot": onehot, "project": project, "seed": seed,
-               "update_w": True, "update_A": False},
+        "distro_tagger", _forward, init=_init, layers=[tok2vec, weights, labels],
+        refs={"tok2vec": tok2vec, "weights": weights, "labels": labels},
+        dims={"nO": nO, "nA": None},
+        attrs={"rank": rank, "onehot": onehot, "update_w": True},
     )
 
 
@@ -70,89 +85,155 @@ def label_rank(model: Model) -> int:
     return model.get_dim("nO") if model.attrs["onehot"] or rank is None else rank
 
 
+def set_phase(model: Model, *, update_w: bool, update_A: bool) -> None:
+    """Choose what the next backward passes accumulate gradients for: w (with
+    the feature layer) and/or A (never for the fixed A of ``onehot``). A part
+    that rests must get none: Thinc keeps gradients until that part's next
+    step, which would apply them."""
+    model.attrs["update_w"] = update_w
+    model.get_ref("labels").attrs["update_A"] = update_A and not model.attrs["onehot"]
+
+
 def _init(model: Model, X=None, Y=None) -> Model:
     if not model.has_dim("nO"):
-        raise ValueError("DistroTagger needs its number of labels (nO) before initialization")
-    M = model.get_dim("nO")
+        raise TaggerError("DistroTagger needs its number of labels (nO) before initialization")
     d = label_rank(model)
     model.set_dim("nA", d, force=True)
-    tok2vec = model.layers[0]
-    if not model.attrs["project"]:
+    tok2vec, weights, labels = (model.get_ref(name) for name in ("tok2vec", "weights", "labels"))
+    if not weights.attrs["project"]:
         tok2vec.set_dim("nO", d, force=True)
     tok2vec.initialize(X=X)
-    F = tok2vec.get_dim("nO")
-    model.set_dim("nI", F, force=True)
-    ops = model.ops
-    # w = 0 at start (authors' code); A one-hot when d >= M, else random unit columns.
-    if model.attrs["project"]:
-        model.set_param("W", ops.alloc2f(d, F))
-    model.set_param("b", ops.alloc1f(d))
-    model.set_param("WT", ops.alloc2f(d, d))
-    model.set_param("w0", ops.alloc1f(d))
-    if d >= M:
-        A = numpy.eye(d, M, dtype="f")
-    else:
-        A = numpy.random.default_rng(model.attrs["seed"]).standard_normal((d, M)).astype("f")
-        A /= numpy.linalg.norm(A, axis=0, keepdims=True)
-    model.set_param("A", ops.asarray2f(A))
+    weights.set_dim("nI", tok2vec.get_dim("nO"), force=True)
+    weights.set_dim("nO", d, force=True)
+    weights.initialize()
+    labels.set_dim("nI", d, force=True)
+    labels.set_dim("nO", model.get_dim("nO"), force=True)
+    labels.initialize()
     return model
 
 
 def _forward(model: Model, docs: List[Doc], is_train: bool):
     ops = model.ops
-    H_list, bp_tok2vec = model.layers[0](docs, is_train)
+    tok2vec, weights, labels = (model.get_ref(name) for name in ("tok2vec", "weights", "labels"))
+    H_list, bp_tok2vec = tok2vec(docs, is_train)
     lengths = ops.asarray1i([len(h) for h in H_list])
-    H = ops.flatten(H_list, pad=0) if H_list else ops.alloc2f(0, model.get_dim("nI"))
-    A = model.get_param("A")
-    WT = model.get_param("WT")
-    w0 = model.get_param("w0")
+    H = ops.flatten(H_list, pad=0) if H_list else ops.alloc2f(0, weights.get_dim("nI"))
+    parts, bp_weights = weights(H, is_train)
+    (S, T, P), bp_labels = labels(parts, is_train)
+
+    def backprop(d_scores):
+        d_parts = bp_labels(d_scores)
+        if not model.attrs["update_w"]:
+            return []
+        return bp_tok2vec(ops.unflatten(bp_weights(d_parts), lengths))
+
+    return DistroScores(S, lengths, T, P), backprop
+
+
+def _weights_init(model: Model, X=None, Y=None) -> Model:
+    d, F = model.get_dim("nO"), model.get_dim("nI")
+    ops = model.ops
+    # w = 0 at start (authors' code)
+    if model.attrs["project"]:
+        model.set_param("W", ops.alloc2f(d, F))
+    model.set_param("b", ops.alloc1f(d))
+    model.set_param("WT", ops.alloc2f(d, d))
+    model.set_param("w0", ops.alloc1f(d))
+    return model
+
+
+def _weights_forward(model: Model, H: Floats2d, is_train: bool):
+    """Features (N, F) → emission vectors e (N, d), W_T (d, d) and w_0 (d,)."""
+    ops = model.ops
     project = model.attrs["project"]
     E = (ops.gemm(H, model.get_param("W"), trans2=True) if project else H) + model.get_param("b")
+
+    def backprop(d_parts) -> Floats2d:
+        dE, dWT, dw0 = d_parts
+        model.inc_grad("b", dE.sum(axis=0))
+        model.inc_grad("WT", dWT)
+        model.inc_grad("w0", dw0)
+        if not project:
+            return dE
+        model.inc_grad("W", ops.gemm(dE, H, trans1=True))
+        return ops.gemm(dE, model.get_param("W"))
+
+    return (E, model.get_param("WT"), model.get_param("w0")), backprop
+
+
+def _labels_init(model: Model, X=None, Y=None) -> Model:
+    d, M = model.get_dim("nI"), model.get_dim("nO")
+    # one-hot when d >= M, else random unit columns (authors' code)
+    if d >= M:
+        A = numpy.eye(d, M, dtype="f")
+    else:
+        A = numpy.random.default_rng(model.attrs["seed"]).standard_normal((d, M)).astype("f")
+        A /= numpy.linalg.norm(A, axis=0, keepdims=True)
+    model.set_param("A", model.ops.asarray2f(A))
+    return model
+
+
+def _labels_forward(model: Model, parts, is_train: bool):
+    """``(e, W_T, w_0)`` → emission scores ``e A`` (N, M), transition scores
+    ``Aᵀ W_T A`` (M, M) and initial scores ``Aᵀ w_0`` (M,)."""
+    E, WT, w0 = parts
+    ops = model.ops
+    A = model.get_param("A")
     S = ops.gemm(E, A)
     WTA = ops.gemm(WT, A)
     T = ops.gemm(A, WTA, trans1=True)
     P = A.T @ w0
-    scores = DistroScores(S, lengths, T, P)
 
     def backprop(d_scores):
         dS, dT, dP = d_scores
-        update_w, update_A = model.attrs["update_w"], model.attrs["update_A"]
-        if update_A and not model.attrs["onehot"]:
+        if model.attrs["update_A"]:
             # Exact subgradient: A appears in emissions, both sides of T and P.
             dA = ops.gemm(E, dS, trans1=True)
             dA += ops.gemm(WTA, dT, trans2=True)
             dA += ops.gemm(ops.gemm(WT, A, trans1=True), dT)
-            dA += numpy.outer(w0, dP)
+            dA += ops.xp.outer(w0, dP)
             model.inc_grad("A", dA)
-        if not update_w:
-            return []
-        dE = ops.gemm(dS, A, trans2=True)
-        model.inc_grad("b", dE.sum(axis=0))
-        model.inc_grad("WT", ops.gemm(ops.gemm(A, dT), A, trans2=True))
-        model.inc_grad("w0", A @ dP)
-        if project:
-            model.inc_grad("W", ops.gemm(dE, H, trans1=True))
-            dH = ops.gemm(dE, model.get_param("W"))
-        else:
-            dH = dE
-        return bp_tok2vec(ops.unflatten(dH, lengths))
+        return ops.gemm(dS, A, trans2=True), ops.gemm(ops.gemm(A, dT), A, trans2=True), A @ dP
 
-    return scores, backprop
+    return (S, T, P), backprop
 
 
-def prox_step(A, threshold: float):
-    """Nuclear-norm proximal map on A: singular values soft-thresholded by
-    ``threshold`` (``step · λ2``), then every column rescaled to unit length.
-    Returns ``(new A, rank of the thresholded matrix)``."""
-    A = numpy.asarray(A, dtype="f")
-    U, s, Vt = numpy.linalg.svd(A, full_matrices=False)
-    s = numpy.maximum(s - threshold, 0.0)
+def finish_label_update(labels: Model, optimizer: Optimizer, *, lr_scale: float,
+                        nuclear_lambda: float) -> int:
+    """A step on the ``labels`` layer: proximal (sub)gradient descent on the
+    hinge loss plus ``λ2 ||A||_*`` (Srikumar & Manning 2014), i.e. the
+    optimizer's step with its learning rate scaled by ``lr_scale``, then
+    :func:`prox_step` with threshold ``step · λ2`` (step = learn_rate ·
+    lr_scale). The optimizer's running average of A, which spaCy evaluates
+    and saves, gets the same map so that it too is low-rank with unit columns.
+    Returns the rank after thresholding."""
+    key = (labels.id, "A")
+    if labels.has_grad("A"):
+        A, _ = optimizer(key, labels.get_param("A"), labels.get_grad("A"), lr_scale=lr_scale)
+        labels.set_param("A", A)
+    threshold = float(optimizer.learn_rate) * lr_scale * nuclear_lambda
+    A, rank = prox_step(labels.get_param("A"), threshold)
+    labels.set_param("A", A)
+    if optimizer.averages is not None and key in optimizer.averages:
+        optimizer.averages[key] = prox_step(optimizer.averages[key], threshold)[0]
+    return rank
+
+
+def prox_step(A: Floats2d, threshold: float) -> Tuple[Floats2d, int]:
+    """Nuclear-norm proximal map on A, i.e. its singular values
+    soft-thresholded by ``threshold`` (Cai, Candès & Shen 2010, Theorem 2.1),
+    then every column rescaled to unit length; on A's own device. Returns
+    ``(new A, rank of the thresholded matrix)``."""
+    ops = get_array_ops(A)
+    xp = ops.xp
+    U, s, Vt = xp.linalg.svd(ops.asarray2f(A), full_matrices=False)
+    s = xp.maximum(s - threshold, 0.0)
     if not s.any():  # everything thresholded away: keep the strongest direction
         s[0] = 1e-6
-    A = (U * s) @ Vt
-    norms = numpy.linalg.norm(A, axis=0, keepdims=True)
-    A /= numpy.where(norms > 0, norms, 1.0)
-    return A.astype("f"), int((s > 0).sum())
+    A = (U * s) @ Vt  # xp's matmul, not BLIS (ops.gemm): bit-identical to earlier releases
+    norms = xp.linalg.norm(A, axis=0, keepdims=True)
+    A /= xp.where(norms > 0, norms, 1.0)
+    return A, int((s > 0).sum())
 
 
 def effective_rank(A, tol: float = 1e-3) -> int:

@@ -23,6 +23,7 @@ from spacy.util import registry
 from thinc.api import Model
 
 from ..errors import StructPrefError
+from ..trees.dag import TreeSetDAG
 
 UNKNOWN, WORD = 0, 1  # label ids of unseen labels and of words (leaves that are not labels)
 
@@ -53,10 +54,8 @@ class LabelDAG:
 
 def label_vocab(sets) -> Dict[str, int]:
     """Ids of the node labels of the candidates of ``sets`` (lists of nltk
-    Trees or :class:`~..kernels.TreeSetDAG` sets), after the reserved
+    Trees or :class:`~..trees.TreeSetDAG` sets), after the reserved
     UNKNOWN and WORD."""
-    from ..kernels.dag import TreeSetDAG  # compiled code: not at import (entry point module)
-
     labels = set()
     for cands in sets:
         if isinstance(cands, TreeSetDAG):
@@ -71,13 +70,11 @@ def label_vocab(sets) -> Dict[str, int]:
 def build_label_dag(sets: Sequence[Sequence[Tree]], vocab: Dict[str, int],
                     max_children: int, share: bool = True) -> LabelDAG:
     """Hash-cons the candidates of ``sets`` (each a list of nltk Trees or a
-    :class:`~..kernels.TreeSetDAG`; ``share=False`` keeps every node
+    :class:`~..trees.TreeSetDAG`; ``share=False`` keeps every node
     separate: the same network values, for checking). A leaf string that is
     a known label (a node kept as a bare label by tree reduction) gets that
     label, any other leaf (a word) the WORD label; unseen labels get UNKNOWN;
     children past ``max_children`` are pruned."""
-    from ..kernels.dag import TreeSetDAG
-
     ids: Dict[tuple, int] = {}
     labels: List[int] = []
     kids: List[tuple] = []

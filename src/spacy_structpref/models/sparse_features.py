@@ -17,6 +17,8 @@ from spacy.util import registry
 from thinc.api import Model
 from thinc.types import Floats2d
 
+from ..errors import TaggerError
+
 TEMPLATES = ("lower", "pre1", "pre2", "pre3", "suf1", "suf2", "suf3", "cap", "shape",
              "prev", "next")
 _MAX_CACHE = 500_000
@@ -75,7 +77,7 @@ def SparseFeatures(width: Optional[int] = None, n_rows: int = 262144, n_hashes: 
     starts at zero (w = 0, the paper's linear model) unless ``init_scale`` > 0,
     which a learned projection on top needs (N(0, init_scale²) entries)."""
     if n_rows < 1 or not 1 <= n_hashes <= 4:
-        raise ValueError(f"n_rows must be >= 1 and n_hashes in 1..4, got {n_rows}, {n_hashes}")
+        raise TaggerError(f"n_rows must be >= 1 and n_hashes in 1..4, got {n_rows}, {n_hashes}")
     return Model("sparse_features", _forward, init=_init, params={"E": None},
                  dims={"nO": width, "nV": n_rows},
                  attrs={"n_hashes": n_hashes, "seed": seed, "init_scale": init_scale})
@@ -83,7 +85,7 @@ def SparseFeatures(width: Optional[int] = None, n_rows: int = 262144, n_hashes: 
 
 def _init(model: Model, X=None, Y=None) -> Model:
     if not model.has_dim("nO"):
-        raise ValueError("SparseFeatures needs its width (nO) before initialization")
+        raise TaggerError("SparseFeatures needs its width (nO) before initialization")
     shape = (model.get_dim("nV"), model.get_dim("nO"))
     scale = model.attrs["init_scale"]
     E = (numpy.random.default_rng(model.attrs["seed"]).normal(0, scale, shape) if scale > 0

@@ -14,7 +14,7 @@ and emits every hyperedge whose posterior reaches the threshold.
 import numpy as np
 cimport numpy as cnp
 from libc.math cimport exp, log, INFINITY
-from libc.stdlib cimport malloc, realloc, free
+from libc.stdlib cimport realloc, free
 
 ctypedef cnp.int32_t i32
 
@@ -33,10 +33,6 @@ cdef inline double touched_max(double[:, ::1] layer, Py_ssize_t cell, i32[::1] t
         if layer[cell, touched[q]] > best:
             best = layer[cell, touched[q]]
     return best
-
-
-def n_cells(int n):
-    return n * (n + 1) // 2
 
 
 def inside(const i32[::1] bl_start, const i32[::1] b_right, const i32[::1] b_parent,
@@ -276,77 +272,3 @@ def outside(const i32[::1] bl_start, const i32[::1] b_right, const i32[::1] b_pa
         free(bb.ints); free(bb.vals); free(cb.ints); free(cb.vals); free(lb_.ints); free(lb_.vals)
         raise MemoryError("out of memory while collecting chart hyperedges")
     return buf_take(&bb), buf_take(&cb), buf_take(&lb_)
-
-
-def forest_inside_outside(const i32[::1] head, const i32[::1] tail_start, const i32[::1] tails,
-                          const double[::1] prob, int n_nodes, int root):
-    """Log inside/outside of a packed forest whose edges are sorted by head
-    (bottom-up node order), and the Viterbi (max-product) log inside."""
-    cdef Py_ssize_t E = head.shape[0], e, q, h, t
-    li_a = np.full(n_nodes, -np.inf)
-    lo_a = np.full(n_nodes, -np.inf)
-    vi_a = np.full(n_nodes, -np.inf)
-    es_a = np.empty(E, dtype=np.float64)
-    cdef double[::1] li = li_a
-    cdef double[::1] lo = lo_a
-    cdef double[::1] vi = vi_a
-    cdef double[::1] es = es_a
-    cdef double s, v, m, x
-    with nogil:
-        for e in range(E):
-            h = head[e]
-            s = log(prob[e]) if prob[e] > 0.0 else -INFINITY
-            v = s
-            for q in range(tail_start[e], tail_start[e + 1]):
-                t = tails[q]
-                if t >= 0:
-                    s += li[t]
-                    v += vi[t]
-            es[e] = s
-            if s > -INFINITY:
-                m = li[h] if li[h] > s else s
-                x = li[h] if li[h] < s else s
-                li[h] = m + log(1.0 + exp(x - m)) if x > -INFINITY else m
-            if v > vi[h]:
-                vi[h] = v
-        lo[root] = 0.0
-        for e in range(E - 1, -1, -1):
-            h = head[e]
-            if lo[h] == -INFINITY or es[e] == -INFINITY:
-                continue
-            for q in range(tail_start[e], tail_start[e + 1]):
-                t = tails[q]
-                if t >= 0:
-                    s = lo[h] + es[e] - li[t]
-                    m = lo[t] if lo[t] > s else s
-                    x = lo[t] if lo[t] < s else s
-                    lo[t] = m + log(1.0 + exp(x - m)) if x > -INFINITY else m
-    return li_a, lo_a, vi_a
-
-
-def viterbi_merit(const i32[::1] head, const i32[::1] tail_start, const i32[::1] tails,
-                  const double[::1] prob, const double[::1] vi, int root):
-    """Max-product merit of every hyperedge: the log-probability of the best
-    tree that uses it (Huang 2008), from the Viterbi inside ``vi``."""
-    cdef Py_ssize_t E = head.shape[0], n = vi.shape[0], e, q, q2, h, t
-    vo_a = np.full(n, -np.inf)
-    merit_a = np.full(E, -np.inf)
-    cdef double[::1] vo = vo_a
-    cdef double[::1] merit = merit_a
-    cdef double s, base
-    with nogil:
-        vo[root] = 0.0
-        for e in range(E - 1, -1, -1):
-            h = head[e]
-            if vo[h] == -INFINITY or prob[e] <= 0.0:
-                continue
-            s = log(prob[e])
-            for q in range(tail_start[e], tail_start[e + 1]):
-                if tails[q] >= 0:
-                    s += vi[tails[q]]
-            merit[e] = vo[h] + s
-            for q in range(tail_start[e], tail_start[e + 1]):
-                t = tails[q]
-                if t >= 0 and merit[e] - vi[t] > vo[t]:
-                    vo[t] = merit[e] - vi[t]
-    return merit_a

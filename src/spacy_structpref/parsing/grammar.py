@@ -1,4 +1,4 @@
-"""Unlexicalised PCFG read off treebank trees (SPEC §7).
+"""Unlexicalised PCFG read off treebank trees (Klein & Manning 2003).
 
 Training trees are annotated (vertical parent annotation, optional tag
 parent annotation and Klein & Manning 2003 style tag splits), unary chains are

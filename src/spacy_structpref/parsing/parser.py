@@ -10,7 +10,6 @@ per-chain nodes (the chain's probability on the top edge, 1 below). Node
 labels are plain treebank labels, ``state`` the parser's annotated state.
 """
 import heapq
-import sys
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -20,6 +19,7 @@ from nltk.tree import Tree
 from ..errors import StructPrefError
 from ..trees.arrays import SymbolTable
 from ..trees.brackets import escape_word, to_bracketed
+from ..trees.dag import TreeSetDAG
 from ..trees.forest import Forest, ForestBuilder
 from .grammar import Grammar, base_label, is_intermediate
 
@@ -162,22 +162,25 @@ class Parser:
         inter_memo: Dict[tuple, List[Tuple[List[int], float]]] = {}
         cap = self.max_expansions
 
-        def nary(s, i, j) -> List[Tuple[List[int], float]]:
+        # Generators driven by _run: a sub-result is ``yield``-ed for, so
+        # sentence-long derivation chains need no deep Python recursion.
+        def nary(s, i, j):
             """(tail ids, probability) of the n-ary edges below state s over [i, j)."""
             if j - i == 1 and (i, s) in lexset:
                 return [([-(i + 1)], float(lex[i, s]))]
             out = []
             for k, b, c, p in bins.get((s, i, j), ()):
-                left = node(b, i, k, True)
+                left = yield node(b, i, k, True)
                 if left is None:
                     continue
                 if self.inter[c]:
                     key = (c, k, j)
-                    if key not in inter_memo:
-                        inter_memo[key] = nary(c, k, j)
-                    out.extend(([left] + t, p * q) for t, q in inter_memo[key])
+                    expansions = inter_memo.get(key)
+                    if expansions is None:
+                        expansions = inter_memo[key] = yield nary(c, k, j)
+                    out.extend(([left] + t, p * q) for t, q in expansions)
                 else:
-                    right = node(c, k, j, True)
+                    right = yield node(c, k, j, True)
                     if right is not None:
                         out.append(([left, right], p))
             if len(out) > cap:
@@ -185,22 +188,22 @@ class Parser:
                 del out[cap:]
             return out
 
-        def node(s, i, j, final) -> Optional[int]:
-            """Forest node for state s over [i, j): ``final`` items may carry
-            a chain rule on top; when none is present they coincide with the
-            pre-chain item."""
+        def node(s, i, j, final):
+            """Forest node for state s over [i, j) (or None): ``final`` items
+            may carry a chain rule on top; when none is present they coincide
+            with the pre-chain item."""
             if final and (s, i, j) not in chain_in:
                 final = False
             key = (s, i, j, final)
             if key in made:
                 return made[key]
             made[key] = None  # the chart is acyclic; this only guards against bugs
-            edges = nary(s, i, j)
+            edges = yield nary(s, i, j)
             if final:
                 edges = list(edges)
                 for r in chain_in[(s, i, j)]:
                     path = self.chain_states[r]
-                    below = node(path[-1], i, j, False)
+                    below = yield node(path[-1], i, j, False)
                     if below is None:
                         continue
                     for depth in range(len(path) - 2, 0, -1):  # chain-internal nodes, bottom-up
@@ -215,47 +218,43 @@ class Parser:
             made[key] = v
             return v
 
-        limit = sys.getrecursionlimit()
-        sys.setrecursionlimit(max(limit, 20 * n + 1000))
-        try:
-            root = node(self.grammar.root, 0, n, True)
-        finally:
-            sys.setrecursionlimit(limit)
+        root = _run(node(self.grammar.root, 0, n, True))
         if root is None:
             return None
-        forest = with_scores(builder.build(root))
+        forest = builder.build(root).compute_inside_outside()
         if self.merit_threshold > 0:
             forest = prune_by_merit(forest, self.merit_threshold)
         return forest
 
 
-def with_scores(forest: Forest) -> Forest:
-    """Fill the forest's log inside/outside slots (Cython; edges must be
-    grouped by head in bottom-up order)."""
-    from . import _chart
-
-    order = np.argsort(forest.head, kind="stable")
-    if np.any(order != np.arange(forest.n_edges)):
-        raise StructPrefError("forest edges must be grouped by head in bottom-up order")
-    li, lo, _ = _chart.forest_inside_outside(forest.head, forest.tail_start, forest.tails, forest.prob,
-                                                  forest.n_nodes, forest.root)
-    if li[forest.root] == -np.inf:
-        raise StructPrefError("the forest's root has zero inside probability")
-    forest.log_inside, forest.log_outside = li, lo
-    return forest
+def _run(gen):
+    """Drive a generator that ``yield``-s a generator for each sub-result it
+    needs and is sent that sub-result back: recursion on an explicit stack,
+    so forests and derivations as deep as long sentences need no raised
+    recursion limit."""
+    stack, value = [gen], None
+    while True:
+        try:
+            sub = stack[-1].send(value)
+        except StopIteration as done:
+            stack.pop()
+            if not stack:
+                return done.value
+            value = done.value
+        else:
+            stack.append(sub)
+            value = None
 
 
 def prune_by_merit(forest: Forest, ratio: float) -> Forest:
     """Sub-forest of the hyperedges whose best tree has probability at least
-    ``ratio`` times the Viterbi tree's, with inside/outside recomputed.
+    ``ratio`` times the Viterbi tree's (Huang 2008, forest pruning), with
+    inside/outside recomputed.
 
     The kept edges are closed: a kept edge's tails keep their own best edges
     (whose merit is at least as high), and its head stays reachable."""
-    from . import _chart
-
-    vi = _viterbi_inside(forest)
-    merit = _chart.viterbi_merit(forest.head, forest.tail_start, forest.tails, forest.prob, vi, forest.root)
-    keep = merit >= vi[forest.root] + np.log(ratio)
+    merit = forest.viterbi_merit()  # also fills forest.log_viterbi
+    keep = merit >= forest.log_viterbi[forest.root] + np.log(ratio)
     if keep.all():
         return forest
     sizes = np.diff(forest.tail_start)[keep]
@@ -268,14 +267,7 @@ def prune_by_merit(forest: Forest, ratio: float) -> Forest:
     out = Forest(forest.label[alive], forest.start[alive], forest.end[alive], new_id[forest.head[keep]],
                  np.concatenate([[0], np.cumsum(sizes)]), tails, forest.rule[keep], forest.prob[keep],
                  new_id[forest.root], forest.n_words, forest.symbols, state=forest.state[alive])
-    return with_scores(out)
-
-
-def _viterbi_inside(forest: Forest) -> np.ndarray:
-    from . import _chart
-
-    return _chart.forest_inside_outside(forest.head, forest.tail_start, forest.tails, forest.prob,
-                                        forest.n_nodes, forest.root)[2]
+    return out.compute_inside_outside()
 
 
 # ------------------------------------------------------------------ k-best
@@ -305,17 +297,25 @@ class KBest:
         self.label = [sym.labels[x] for x in forest.label.tolist()]
         self.rule = forest.rule.tolist()
 
+    def kth(self, v: int, r: int):
+        """The r-th (0-based) best derivation ``(logp, edge, ranks)`` of node v, or None."""
+        D = self.derivs.get(v)
+        if D is not None and r < len(D):
+            return D[r]
+        return _run(self._kth(v, r))
+
     def _score(self, e, ranks):
         s = self.logp[e]
         for t, r in zip(self.node_tails[e], ranks):
-            d = self.kth(t, r)
+            D = self.derivs.get(t)
+            d = D[r] if D is not None and r < len(D) else (yield self._kth(t, r))
             if d is None:
                 return None
             s += d[0]
         return s
 
-    def kth(self, v: int, r: int):
-        """The r-th (0-based) best derivation ``(logp, edge, ranks)`` of node v, or None."""
+    def _kth(self, v: int, r: int):
+        # kth as a generator for _run: the tails' derivations are yielded for.
         D = self.derivs.get(v)
         if D is None:
             D = self.derivs[v] = []
@@ -323,7 +323,7 @@ class KBest:
             seen = self.seen[v] = set()
             for e in self.incoming[v]:
                 ranks = (0,) * len(self.node_tails[e])
-                s = self._score(e, ranks)
+                s = yield from self._score(e, ranks)
                 if s is not None and s > -np.inf:
                     heap.append((-s, e, ranks))
                     seen.add((e, ranks))
@@ -337,7 +337,7 @@ class KBest:
                     if (e, nxt) in seen:
                         continue
                     seen.add((e, nxt))
-                    s = self._score(e, nxt)
+                    s = yield from self._score(e, nxt)
                     if s is not None and s > -np.inf:
                         heapq.heappush(heap, (-s, e, nxt))
             if not heap:
@@ -352,48 +352,87 @@ class KBest:
         sym = self.forest.symbols
         return sym.words[-sym.productions[self.rule[e]][1][q] - 1]
 
+    def _fold(self, v: int, r: int, leaf, combine, memo: dict):
+        """Bottom-up over the r-th derivation of v (found already):
+        ``leaf(e, q, t)`` for the word at tail q of edge e, ``combine(v, e,
+        kids)`` for a node; results are memoised by (node, rank) in ``memo``."""
+        def walk(v, r):
+            _, e, ranks = self.derivs[v][r]
+            it = iter(ranks)
+            kids = []
+            for q, t in enumerate(self.tails[e]):
+                if t < 0:
+                    kids.append(leaf(e, q, t))
+                    continue
+                key = (t, next(it))
+                sub = memo.get(key)
+                if sub is None:
+                    sub = memo[key] = yield walk(*key)
+                kids.append(sub)
+            return combine(v, e, kids)
+
+        out = memo.get((v, r))
+        if out is None:
+            out = memo[(v, r)] = _run(walk(v, r))
+        return out
+
     def text(self, v: int, r: int) -> str:
         """Bracketed string of the r-th derivation of v (memoised: k-best
         lists share most of their subtrees)."""
-        key = (v, r)
-        out = self._text.get(key)
-        if out is None:
-            _, e, ranks = self.derivs[v][r]
-            it = iter(ranks)
-            kids = [self.text(t, next(it)) if t >= 0 else escape_word(self._word(e, q, t))
-                    for q, t in enumerate(self.tails[e])]
-            out = self._text[key] = "(" + self.label[v] + " " + " ".join(kids) + ")"
-        return out
+        return self._fold(v, r, lambda e, q, t: escape_word(self._word(e, q, t)),
+                          lambda v, e, kids: "(" + self.label[v] + " " + " ".join(kids) + ")", self._text)
 
     def tree(self, v: int, r: int) -> Tree:
-        _, e, ranks = self.derivs[v][r]
-        it = iter(ranks)
-        kids = [self.tree(t, next(it)) if t >= 0 else self._word(e, q, t) for q, t in enumerate(self.tails[e])]
-        return Tree(self.label[v], kids)
+        return self._fold(v, r, self._word, lambda v, e, kids: Tree(self.label[v], kids), {})
+
+    def _distinct(self, k: int, key):
+        """``(logp, rank, key(rank))`` of the root's derivations, best first,
+        up to k distinct keys: distinct annotated derivations can yield the
+        same treebank tree, of which the first is kept."""
+        if k < 1:
+            raise StructPrefError(f"k must be at least 1, got {k}")
+        root, seen, r = self.forest.root, set(), 0
+        while len(seen) < k:
+            d = self.kth(root, r)
+            if d is None:
+                return
+            x = key(r)
+            if x not in seen:
+                seen.add(x)
+                yield float(d[0]), r, x
+            r += 1
 
     def best(self, k: int) -> List[Tuple[float, str, int]]:
         """Up to k distinct trees ``(logp, bracketed, derivation rank)``, best first."""
-        if k < 1:
-            raise StructPrefError(f"k must be at least 1, got {k}")
         root = self.forest.root
-        limit = sys.getrecursionlimit()
-        sys.setrecursionlimit(max(limit, 50 * self.forest.n_words + 1000))
-        try:
-            out, strings = [], set()
-            r = 0
-            # Distinct annotated derivations could yield the same treebank tree; keep the first.
-            while len(out) < k:
-                d = self.kth(root, r)
-                if d is None:
-                    break
-                text = self.text(root, r)
-                if text not in strings:
-                    strings.add(text)
-                    out.append((float(d[0]), text, r))
-                r += 1
-        finally:
-            sys.setrecursionlimit(limit)
-        return out
+        return [(lp, text, r) for lp, r, text in self._distinct(k, lambda r: self.text(root, r))]
+
+    def dag(self, k: int, symbols: SymbolTable = None) -> Tuple[TreeSetDAG, List[float]]:
+        """The trees of :meth:`best` as one hash-consed set, built from the
+        derivations directly: ``(dag, logps)``, ``dag[i]`` the i-th best tree
+        and ``logps[i]`` its log-probability. Each (node, rank) subderivation
+        is interned once, so the trees share their common subtrees. Nodes and
+        words are interned in ``symbols`` (default: the forest's table)."""
+        symbols = self.forest.symbols if symbols is None else symbols
+        out = TreeSetDAG(symbols=symbols)
+        prods: Dict[int, int] = {}  # production id in ``symbols`` per hyperedge
+
+        def leaf(e, q, t):
+            return -(symbols.word_id(self._word(e, q, t)) + 1), None
+
+        def combine(v, e, kids):
+            label = symbols.label_id(self.label[v])
+            prod = prods.get(e)
+            if prod is None:
+                prod = prods[e] = symbols.production_id(label, [sym for sym, _ in kids])
+            return label, out.intern(prod, [d for _, d in kids if d is not None])
+
+        memo: dict = {}
+        root, logps = self.forest.root, []
+        for lp, _, top in self._distinct(k, lambda r: self._fold(root, r, leaf, combine, memo)[1]):
+            out.add_root(top)
+            logps.append(lp)
+        return out, logps
 
 
 def kbest(forest: Forest, k: int, words: Sequence[str] = None) -> List[Tuple[float, str]]:

@@ -214,18 +214,19 @@ def evalb(gold_trees: Iterable[Tree], test_trees: Iterable[Optional[Tree]],
     return result
 
 
-def score_parseval(examples, **kwargs) -> Dict[str, float]:
-    """spaCy scorer over ``doc.spans["constituents"]``; fractions in [0, 1] as
-    spaCy's other scores (crossing brackets: average per sentence)."""
+def score_parseval(examples, *, spans_key: str = "constituents", **kwargs) -> Dict[str, float]:
+    """spaCy scorer over the constituents in ``doc.spans[spans_key]``;
+    fractions in [0, 1] as spaCy's other scores (crossing brackets: average
+    per sentence)."""
     from ..trees.doc import doc_to_tree
 
     golds, tests = [], []
     for eg in examples:
-        gold = doc_to_tree(eg.reference)
+        gold = doc_to_tree(eg.reference, spans_key)
         if gold is None:
             continue  # nothing to score against
         golds.append(gold)
-        tests.append(doc_to_tree(eg.predicted))
+        tests.append(doc_to_tree(eg.predicted, spans_key))
     result = evalb(golds, tests)
     scores: Dict[str, float] = {}
     for suffix, totals in (("", result.all), ("_40", result.short)):

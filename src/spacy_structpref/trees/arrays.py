@@ -10,6 +10,7 @@ reference ``c >= 0`` is an internal node; ``c < 0`` is the word at token index
 Label, word and production ids come from a :class:`SymbolTable` shared by all
 the trees that are compared with each other (kernels compare production ids).
 """
+from itertools import islice
 from typing import Dict, Iterable, List, Sequence, Tuple, Union
 
 import numpy as np
@@ -26,6 +27,16 @@ def _intern(ids: dict, items: list, key) -> int:
         i = ids[key] = len(items)
         items.append(key)
     return i
+
+
+def _intern_all(ids: dict, items: list, keys: Iterable) -> List[int]:
+    """:func:`_intern` for many keys at C speed: ``ids`` maps ``items`` to
+    their positions, so the new keys are the ones the dict gained (read
+    from its end: as many steps as new keys, whatever the table's size)."""
+    n = len(items)
+    out = [ids.setdefault(k, len(ids)) for k in keys]
+    items.extend(reversed(list(islice(reversed(ids), len(ids) - n))))
+    return out
 
 
 class SymbolTable:
@@ -53,6 +64,19 @@ class SymbolTable:
     def production_id(self, label_id: int, child_symbols: Sequence[int]) -> int:
         key = (int(label_id), tuple(int(c) for c in child_symbols))
         return _intern(self._prod_ids, self.productions, key)
+
+    def label_ids(self, labels: Iterable[str]) -> List[int]:
+        return _intern_all(self._label_ids, self.labels, labels)
+
+    def word_ids(self, words: Iterable[str]) -> List[int]:
+        return _intern_all(self._word_ids, self.words, words)
+
+    def production_ids(self, keys: np.ndarray, key_off: np.ndarray) -> List[int]:
+        """Ids of many productions, interned in order: production i is label
+        ``keys[key_off[i]]`` with child symbols ``keys[key_off[i] + 1:key_off[i + 1]]``."""
+        flat, off = keys.tolist(), key_off.tolist()
+        return _intern_all(self._prod_ids, self.productions,
+                           [(flat[a], tuple(flat[a + 1:b])) for a, b in zip(off, off[1:])])
 
     def production_str(self, prod_id: int) -> str:
         label, kids = self.productions[prod_id]
@@ -169,6 +193,67 @@ class TreeArrays:
                     kids.append(words[-r - 1] if words is not None else self.symbols.words[-sym - 1])
             built.append(Tree(self.symbols.labels[self.label[i]], kids))
         return built[-1]
+
+
+class FlatTrees:
+    """Many trees' :class:`TreeArrays` laid end to end, one SymbolTable: tree
+    i's nodes are ``node_off[i]:node_off[i + 1]`` of the per-node arrays
+    (``label``, ``prod``, ``start``, ``end``), node g's child refs (local to
+    its tree) are ``children[child_off[g]:child_off[g + 1]]``. ``self[i]``
+    is tree i as TreeArrays viewing these arrays; ``trees`` lists them all,
+    built on first use."""
+
+    __slots__ = ("node_off", "label", "prod", "start", "end", "child_off", "children", "n_words", "symbols",
+                 "_trees")
+
+    def __init__(self, node_off, label, prod, start, end, child_off, children, n_words, symbols,
+                 trees: List[TreeArrays] = None):
+        self.node_off = np.ascontiguousarray(node_off, dtype=np.int64)
+        self.label = np.ascontiguousarray(label, dtype=INT)
+        self.prod = np.ascontiguousarray(prod, dtype=INT)
+        self.start = np.ascontiguousarray(start, dtype=INT)
+        self.end = np.ascontiguousarray(end, dtype=INT)
+        self.child_off = np.ascontiguousarray(child_off, dtype=np.int64)
+        self.children = np.ascontiguousarray(children, dtype=INT)
+        self.n_words = np.ascontiguousarray(n_words, dtype=np.int64)
+        self.symbols = symbols
+        self._trees = trees
+
+    @classmethod
+    def from_trees(cls, trees: Sequence[TreeArrays], symbols: SymbolTable) -> "FlatTrees":
+        """Concatenate trees (all built with ``symbols``); ``trees`` stays the given list."""
+        trees = list(trees)
+        sizes = np.array([t.n_nodes for t in trees], dtype=np.int64)
+        node_off = np.zeros(len(trees) + 1, dtype=np.int64)
+        np.cumsum(sizes, out=node_off[1:])
+        kid_base = np.zeros(len(trees) + 1, dtype=np.int64)
+        np.cumsum([len(t.children) for t in trees], out=kid_base[1:])
+        child_off = np.empty(int(node_off[-1]) + 1, dtype=np.int64)
+        child_off[-1] = kid_base[-1]
+
+        def cat(name):
+            return np.concatenate([getattr(t, name) for t in trees]) if trees else np.zeros(0, dtype=INT)
+
+        if trees:
+            child_off[:-1] = np.concatenate([t.child_start[:-1] for t in trees]) + np.repeat(kid_base[:-1], sizes)
+        return cls(node_off, cat("label"), cat("prod"), cat("start"), cat("end"), child_off, cat("children"),
+                   [t.n_words for t in trees], symbols, trees)
+
+    def __len__(self) -> int:
+        return len(self.node_off) - 1
+
+    def __getitem__(self, i: int) -> TreeArrays:
+        i = range(len(self))[i]
+        a, b = int(self.node_off[i]), int(self.node_off[i + 1])
+        c = self.child_off[a:b + 1]
+        return TreeArrays(self.label[a:b], self.prod[a:b], self.start[a:b], self.end[a:b], c - c[0],
+                          self.children[c[0]:c[-1]], self.n_words[i], self.symbols)
+
+    @property
+    def trees(self) -> List[TreeArrays]:
+        if self._trees is None:
+            self._trees = [self[i] for i in range(len(self))]
+        return self._trees
 
 
 def trees_to_arrays(trees: Iterable[Tree], symbols: SymbolTable = None) -> List[TreeArrays]:

@@ -6,11 +6,13 @@ written and read back: ``(`` becomes ``-LRB-``, ``)`` ``-RRB-`` and whitespace
 alone; :func:`restore_words` puts the original words back by position.
 """
 import re
-from typing import List, Sequence
+from typing import List, Optional, Sequence
 
+import numpy as np
 from nltk.tree import Tree
 
 from ..errors import BracketError
+from .arrays import FlatTrees, SymbolTable
 
 
 def _tokenize(text: str) -> List[str]:
@@ -64,6 +66,42 @@ def parse_bracketed(text: str) -> Tree:
     if stack:
         raise BracketError(f"{len(stack)} unclosed '(' in {text[:80]!r}")
     return root
+
+
+def bracketed_to_arrays(texts: Sequence[str], symbols: Optional[SymbolTable] = None) -> FlatTrees:
+    """Many bracketed trees read straight into arrays: the same arrays and
+    SymbolTable entries as ``trees_to_arrays([parse_bracketed(t) for t in texts], symbols)``,
+    from one Cython pass over all the text that interns each distinct
+    label, word and production once rather than once per node. A malformed
+    text raises :func:`parse_bracketed`'s error, and then nothing is interned.
+    """
+    symbols = symbols if symbols is not None else SymbolTable()
+    texts = list(texts)
+    data = []
+    for text in texts:
+        if not isinstance(text, str):
+            parse_bracketed(text)  # raises the error for a non-string
+        # the Cython scanner knows ASCII whitespace only: respace other text as str.split sees it
+        data.append((text if text.isascii() else " ".join(_tokenize(text))).encode("utf-8", "surrogatepass"))
+    text_off = np.zeros(len(data) + 1, dtype=np.int64)
+    np.cumsum([len(d) for d in data], out=text_off[1:])
+    from . import _brackets  # compiled: not at import, the package must load without it
+
+    tokens, token_off, spellings = _brackets.tokenize(b"".join(data), text_off)
+    read = _brackets.build(tokens, token_off, len(spellings))
+    if read["bad"] >= 0:
+        parse_bracketed(texts[read["bad"]])
+        raise BracketError(f"malformed bracketed tree {texts[read['bad']][:80]!r}")  # not reached: same grammar
+    # token id -> label / word id, interned in order of first use as parse_bracketed + from_tree do
+    label_of = np.zeros(len(spellings), dtype=np.int64)
+    label_of[read["labels"]] = symbols.label_ids([spellings[t] for t in read["labels"].tolist()])
+    word_of = np.zeros(len(spellings), dtype=np.int64)
+    word_of[read["words"]] = symbols.word_ids([spellings[t] for t in read["words"].tolist()])
+    keys = read["keys"]
+    keys = np.where(keys >= 0, label_of[np.maximum(keys, 0)], -1 - word_of[np.maximum(-1 - keys, 0)])
+    prod_of = np.array(symbols.production_ids(keys, read["key_off"]), dtype=np.int64)
+    return FlatTrees(read["node_off"], label_of[read["label"]], prod_of[read["prod"]], read["start"], read["end"],
+                     read["child_off"], read["children"], read["n_words"], symbols)
 
 
 _SPACE = re.compile(r"\s+")

@@ -1,15 +1,16 @@
-"""Constituency trees on spaCy Docs (SPEC §3).
+"""Constituency trees on spaCy Docs.
 
-The tree lives natively in ``doc.spans["constituents"]``: one labelled span
-per constituent (preterminals excluded: they are ``token.tag_``), in
-pre-order, a unary chain as several spans of the same extent, outermost
-first. ``DocBin`` keeps order, duplicates and labels, so nothing else needs
-saving. The ``._`` attributes are getters over that span group.
+The tree lives natively in a span group, ``doc.spans["constituents"]``
+(:data:`SPANS_KEY`) unless a ``spans_key`` is given: one labelled span per
+constituent (preterminals excluded: they are ``token.tag_``), in pre-order,
+a unary chain as several spans of the same extent, outermost first.
+``DocBin`` keeps order, duplicates and labels, so nothing else needs saving.
+The ``._`` attributes are getters over the :data:`SPANS_KEY` group.
 """
-from typing import List, Optional, Sequence, Tuple
+from typing import List, Optional, Tuple
 
 from nltk.tree import Tree
-from spacy.tokens import Doc, Span, Token
+from spacy.tokens import Doc, Span
 
 from ..errors import StructPrefError, TreeDocMismatch
 from .brackets import parse_bracketed, restore_words
@@ -32,8 +33,6 @@ def register_extensions() -> None:
         Span.set_extension("parent", getter=_span_parent)
     if not Span.has_extension("children"):
         Span.set_extension("children", getter=_span_children)
-    if not Token.has_extension("attachment"):
-        Token.set_extension("attachment", default=None)
 
 
 # ---------------------------------------------------------------- tree → Doc
@@ -70,9 +69,10 @@ def constituent_spans(tree: Tree) -> List[Tuple[int, int, str]]:
     return out
 
 
-def set_tree(doc: Doc, tree: Tree, set_tags: bool = True) -> Doc:
-    """Put ``tree`` on ``doc``: constituents into ``doc.spans``, and (unless
-    ``set_tags`` is False) the preterminal labels into ``token.tag_``."""
+def set_tree(doc: Doc, tree: Tree, set_tags: bool = True, spans_key: str = SPANS_KEY) -> Doc:
+    """Put ``tree`` on ``doc``: constituents into ``doc.spans[spans_key]``,
+    and (unless ``set_tags`` is False) the preterminal labels into
+    ``token.tag_``."""
     if not isinstance(tree, Tree):
         raise StructPrefError(f"expected an nltk.Tree, got {type(tree).__name__}")
     leaves = _preterminals(tree)
@@ -84,17 +84,17 @@ def set_tree(doc: Doc, tree: Tree, set_tags: bool = True) -> Doc:
     if set_tags:
         for token, (_, tag) in zip(doc, leaves):
             token.tag_ = tag
-    doc.spans[SPANS_KEY] = [Span(doc, s, e, label=lab) for s, e, lab in constituent_spans(tree)]
+    doc.spans[spans_key] = [Span(doc, s, e, label=lab) for s, e, lab in constituent_spans(tree)]
     return doc
 
 
-def tree_to_doc(vocab, tree: Tree) -> Doc:
-    """A new Doc with the tree's words, tags and constituents."""
+def tree_to_doc(vocab, tree: Tree, spans_key: str = SPANS_KEY) -> Doc:
+    """A new Doc with the tree's words, tags and constituents (in ``doc.spans[spans_key]``)."""
     leaves = _preterminals(tree)
     if not leaves:
         raise StructPrefError("cannot make a Doc from a tree without words")
     doc = Doc(vocab, words=[w for w, _ in leaves])
-    return set_tree(doc, tree)
+    return set_tree(doc, tree, spans_key=spans_key)
 
 
 # ---------------------------------------------------------------- Doc → tree
@@ -105,14 +105,14 @@ class _Node:
         self.start, self.end, self.labels, self.kids, self.parent = start, end, [label], [], parent
 
 
-def _structure(doc: Doc) -> List[_Node]:
+def _structure(doc: Doc, spans_key: str = SPANS_KEY) -> List[_Node]:
     """Rebuild the nodes (one per extent, unary chains merged) from the
     pre-order span group, checking that it is a proper tree."""
-    if SPANS_KEY not in doc.spans:
+    if spans_key not in doc.spans:
         return []
     nodes: List[_Node] = []
     stack: List[_Node] = []
-    for span in doc.spans[SPANS_KEY]:
+    for span in doc.spans[spans_key]:
         s, e = span.start, span.end
         while stack and not (stack[-1].start <= s and e <= stack[-1].end):
             stack.pop()
@@ -149,9 +149,10 @@ def _node_to_tree(node: _Node, doc: Doc) -> Tree:
     return tree
 
 
-def doc_to_tree(doc: Doc) -> Optional[Tree]:
-    """The ``nltk.Tree`` stored on ``doc`` (``None`` when it has no constituents)."""
-    nodes = _structure(doc)
+def doc_to_tree(doc: Doc, spans_key: str = SPANS_KEY) -> Optional[Tree]:
+    """The ``nltk.Tree`` stored in ``doc.spans[spans_key]`` (``None`` when it
+    has no constituents)."""
+    nodes = _structure(doc, spans_key)
     if not nodes:
         return None
     root = nodes[0]
@@ -217,11 +218,3 @@ def _span_children(span: Span) -> List[Span]:
             out.append(Span(span.doc, kid.start, kid.end, label=kid.labels[0]))
             pos = kid.end
     return out
-
-
-def tags_and_words(doc: Doc) -> Tuple[List[str], List[str]]:
-    return [t.text for t in doc], [t.tag_ for t in doc]
-
-
-def spans_of(doc: Doc) -> Sequence[Span]:
-    return doc.spans[SPANS_KEY] if SPANS_KEY in doc.spans else []

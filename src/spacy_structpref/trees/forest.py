@@ -1,4 +1,4 @@
-"""Packed parse forests: hypergraphs over token spans (SPEC §3).
+"""Packed parse forests: hypergraphs over token spans (Klein & Manning 2001).
 
 Nodes are ``label[start, end)`` items; a hyperedge ``head <- (tail_1 .. tail_k)``
 carries its rule (a production id of the shared :class:`SymbolTable`, so
@@ -11,10 +11,11 @@ id, and the root is a node with no incoming use. ``state`` keeps a parser's
 own (e.g. parent-annotated) state id per node; ``label`` is always the
 treebank label, the one kernels compare.
 
-Inside ``β`` and outside ``α`` are held in log space, so long sentences
-neither underflow nor overflow. Kernels use the quantities that stay in
-[0, 1]: the node posterior ``μ(v) = α(v)β(v)/β(root)`` and the conditional
-edge probability ``q(e) = P(e) Π β(tails) / β(head)``.
+Inside ``β`` and outside ``α`` are held in log space (computed by
+:mod:`._forest`), so long sentences neither underflow nor overflow. Kernels
+use the quantities that stay in [0, 1]: the node posterior
+``μ(v) = α(v)β(v)/β(root)`` and the conditional edge probability
+``q(e) = P(e) Π β(tails) / β(head)``.
 """
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
@@ -30,7 +31,7 @@ class Forest:
         "label", "start", "end", "state",
         "head", "tail_start", "tails", "rule", "prob",
         "root", "n_words", "symbols",
-        "log_inside", "log_outside",
+        "log_inside", "log_outside", "log_viterbi",
     )
 
     def __init__(self, label, start, end, head, tail_start, tails, rule, prob, root,
@@ -51,6 +52,7 @@ class Forest:
         self.symbols = symbols
         self.log_inside: Optional[np.ndarray] = None
         self.log_outside: Optional[np.ndarray] = None
+        self.log_viterbi: Optional[np.ndarray] = None
         self._validate()
 
     # ------------------------------------------------------------------ checks
@@ -103,33 +105,21 @@ class Forest:
         return out
 
     # ------------------------------------------------------- inside/outside
+    def _edge_order(self) -> np.ndarray:
+        # Edges sorted by head: nodes are numbered bottom-up, so every tail's
+        # edges come before its head's.
+        return np.argsort(self.head, kind="stable").astype(INT)
+
     def compute_inside_outside(self) -> "Forest":
-        """Fill ``log_inside``/``log_outside`` (numpy, log space; the parser
-        fills the same slots from its Cython chart)."""
-        n = self.n_nodes
-        log_prob = np.log(np.maximum(self.prob, 1e-300))
-        log_prob[self.prob == 0] = -np.inf
-        inside = np.full(n, -np.inf)
-        edge_score = np.empty(self.n_edges)
-        order = np.argsort(self.head, kind="stable")  # heads ascend: tails are done first
-        for k in order:
-            tails = self.edge_tails(k)
-            s = log_prob[k] + inside[tails[tails >= 0]].sum()
-            edge_score[k] = s
-            inside[self.head[k]] = np.logaddexp(inside[self.head[k]], s)
-        outside = np.full(n, -np.inf)
-        outside[self.root] = 0.0
-        for k in order[::-1]:
-            h = self.head[k]
-            if outside[h] == -np.inf:
-                continue
-            base = outside[h] + edge_score[k]
-            for t in self.edge_tails(k):
-                if t >= 0:
-                    outside[t] = np.logaddexp(outside[t], base - inside[t])
-        if inside[self.root] == -np.inf:
+        """Fill ``log_inside``, ``log_outside`` and ``log_viterbi`` (the
+        log-probability of each node's best subtree) in one Cython pass."""
+        from . import _forest  # here: importing trees must not need compiled code (spaCy plugin imports)
+
+        li, lo, vi = _forest.inside_outside(self.head, self.tail_start, self.tails, self.prob,
+                                            self._edge_order(), self.n_nodes, self.root)
+        if li[self.root] == -np.inf:
             raise StructPrefError("the forest's root has zero inside probability")
-        self.log_inside, self.log_outside = inside, outside
+        self.log_inside, self.log_outside, self.log_viterbi = li, lo, vi
         return self
 
     def _require_scores(self) -> None:
@@ -161,6 +151,15 @@ class Forest:
 
     def edge_posterior(self) -> np.ndarray:
         return self.edge_given_head() * self.node_posterior()[self.head]
+
+    def viterbi_merit(self) -> np.ndarray:
+        """Per hyperedge, the log-probability of the best tree that uses it
+        (the max-product merit of Huang 2008's forest pruning)."""
+        from . import _forest
+
+        self._require_scores()
+        return _forest.viterbi_merit(self.head, self.tail_start, self.tails, self.prob, self._edge_order(),
+                                     self.log_viterbi, self.root)
 
     # ------------------------------------------------------------ enumeration
     def trees(self, words: Sequence[str] = None) -> Iterator[Tuple[float, Tree]]:

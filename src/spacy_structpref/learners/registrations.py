@@ -1,0 +1,79 @@
+"""The learners and learner kernels as registered functions
+(``spacy.util.registry.misc``), so that a config block builds them:
+
+    [learner]
+    @misc = "spacy_structpref.KernelPerceptron.v1"
+    loss = "setwise"
+
+    [learner.kernel]
+    @misc = "spacy_structpref.TreeKernel.v1"
+    lam = 0.4
+
+The ``spacy_misc`` entry points name these functions, so this module stays
+cheap to import: each imports its learner or kernel when it builds one."""
+from typing import TYPE_CHECKING, Optional
+
+from spacy.util import registry
+from thinc.api import Optimizer
+
+from .base import LearnerKernel, PreferenceLearner
+
+if TYPE_CHECKING:
+    from .kernels import CompositeKernel, LinearKernel, TreeKernel
+    from .perceptron import KernelPerceptron
+    from .recursive import RecursiveNetLearner
+    from .specialised import SpecialisedLearner
+
+
+@registry.misc("spacy_structpref.TreeKernel.v1")
+def make_tree_kernel(lam: float = 0.4, sigma: float = 1, normalize: bool = True) -> "TreeKernel":
+    """A subset-tree (``sigma = 1``) or subtree (``sigma = 0``) kernel with its own SymbolTable."""
+    from .kernels import TreeKernel
+
+    return TreeKernel(lam, sigma, normalize)
+
+
+@registry.misc("spacy_structpref.LinearKernel.v1")
+def make_linear_kernel() -> "LinearKernel":
+    from .kernels import LinearKernel
+
+    return LinearKernel()
+
+
+@registry.misc("spacy_structpref.CompositeKernel.v1")
+def make_composite_kernel(tree_kernel: LearnerKernel, b: float = 0.2) -> "CompositeKernel":
+    """``K(x, x') + b · log p · log p'`` over the ``tree_kernel`` block's kernel."""
+    from .kernels import CompositeKernel
+
+    return CompositeKernel(tree_kernel, b)
+
+
+@registry.misc("spacy_structpref.KernelPerceptron.v1")
+def make_kernel_perceptron(kernel: LearnerKernel, loss: str = "setwise", epochs: int = 1,
+                           average: bool = True, seed: int = 0,
+                           progress: Optional[bool] = None) -> "KernelPerceptron":
+    from .perceptron import KernelPerceptron
+
+    return KernelPerceptron(kernel, loss=loss, epochs=epochs, average=average, seed=seed,
+                            progress=progress)
+
+
+@registry.misc("spacy_structpref.RecursiveNetLearner.v1")
+def make_recursive_net_learner(width: int = 25, max_children: int = 15, loss: str = "setwise",
+                               epochs: int = 12, batch_size: int = 32,
+                               optimizer: Optional[Optimizer] = None, seed: int = 0,
+                               progress: Optional[bool] = None) -> "RecursiveNetLearner":
+    """``optimizer``: what ``fit`` trains with (``update`` takes the caller's)."""
+    from .recursive import RecursiveNetLearner
+
+    return RecursiveNetLearner(width, max_children, loss=loss, epochs=epochs,
+                               batch_size=batch_size, optimizer=optimizer, seed=seed,
+                               progress=progress)
+
+
+@registry.misc("spacy_structpref.SpecialisedLearner.v1")
+def make_specialised_learner(prototype: PreferenceLearner) -> "SpecialisedLearner":
+    """One clone of ``prototype`` per class of sets."""
+    from .specialised import SpecialisedLearner
+
+    return SpecialisedLearner(prototype)

@@ -1,0 +1,219 @@
+"""Hash-consed tree sets: candidate sets (k-best lists, attachment
+alternatives, incremental prefix trees) share most subtrees. Storing each
+distinct subtree once turns a set into a DAG, on which a kernel computes Δ
+once per distinct node pair (see ``spacy_structpref.kernels.dag``) and a
+recursive network computes each distinct subtree once."""
+import operator
+from collections.abc import Sequence
+from typing import Dict, Hashable, List, Optional, Tuple
+
+import numpy as np
+from nltk.tree import Tree
+
+from ..errors import StructPrefError
+from .arrays import INT, SymbolTable, TreeArrays
+from .convert import shared_symbols, tree_list
+
+
+class TreeSetDAG(Sequence):
+    """A list of trees stored as one DAG of distinct subtrees.
+
+    A subtree is identified by its production and its node children's DAG
+    ids (words are part of the production), so equal subtrees anywhere in
+    the set share one DAG node; DAG ids are topological (children first).
+    Per tree only its root and its nodes' occurrence counts are kept;
+    ``self[i]`` rebuilds tree i. Builders that know the shared structure can
+    skip trees altogether: ``intern`` nodes, then ``add_root``.
+
+    Consumers keep what they derive from the set in two caches: ``cache``
+    (emptied whenever a node or a tree is added) and ``per_tree`` (arrays of
+    one value per tree, computed for the first trees: adding trees leaves
+    them valid, and :meth:`join` concatenates them).
+    """
+
+    def __init__(self, trees=(), symbols: Optional[SymbolTable] = None) -> None:
+        trees = list(trees)
+        self.symbols = shared_symbols(trees, symbols)
+        self._ids: Dict[Tuple[int, Tuple[int, ...]], int] = {}
+        self._prod: List[int] = []
+        self._kids: List[Tuple[int, ...]] = []
+        self._occ: List[Dict[int, int]] = []
+        self.roots: List[int] = []  # DAG node of each tree's root
+        self.cache: Dict[Hashable, object] = {}
+        self.per_tree: Dict[Hashable, np.ndarray] = {}
+        for t in trees:
+            self.add(t)
+
+    def intern(self, prod: int, kids: Sequence[int]) -> int:
+        """The DAG id of the node with production ``prod`` and node children
+        ``kids`` (DAG ids, in order), created if new."""
+        key = (prod, tuple(kids))
+        d = self._ids.get(key)
+        if d is None:
+            if not 0 <= prod < len(self.symbols.productions):
+                raise StructPrefError(f"production {prod} is not in the SymbolTable")
+            arity = sum(1 for c in self.symbols.productions[prod][1] if c >= 0)
+            if len(key[1]) != arity or not all(0 <= k < len(self._prod) for k in key[1]):
+                raise StructPrefError(f"{self.symbols.production_str(prod)!r} needs {arity} node "
+                                      f"children among the {len(self._prod)} DAG nodes, got {key[1]}")
+            d = self._ids[key] = len(self._prod)
+            self._prod.append(prod)
+            self._kids.append(key[1])
+            self.cache.clear()
+        return d
+
+    def intern_tree(self, tree: Tree) -> int:
+        """Hash-cons an nltk Tree's nodes (post-order); returns its root's DAG id."""
+        symbols = self.symbols
+        # iterative: deep trees must not hit the recursion limit; entries are
+        # (node, its children still to visit, child symbols, node children's DAG ids)
+        stack = [(tree, iter(tree), [], [])]
+        while True:
+            node, rest, syms, ids = stack[-1]
+            for kid in rest:
+                if isinstance(kid, Tree):
+                    stack.append((kid, iter(kid), [], []))
+                    break
+                syms.append(-(symbols.word_id(str(kid)) + 1))
+            else:
+                stack.pop()
+                if not syms:
+                    raise StructPrefError(f"constituent {node.label()!r} has no children")
+                label = symbols.label_id(node.label())
+                d = self.intern(symbols.production_id(label, syms), ids)
+                if not stack:
+                    return d
+                stack[-1][2].append(label)
+                stack[-1][3].append(d)
+
+    def _intern_arrays(self, tree: TreeArrays) -> int:
+        local: List[int] = []
+        refs, cs = tree.children.tolist(), tree.child_start.tolist()
+        for i, p in enumerate(tree.prod.tolist()):
+            local.append(self.intern(p, [local[c] for c in refs[cs[i]:cs[i + 1]] if c >= 0]))
+        return local[-1]
+
+    def add_root(self, root: int) -> int:
+        """Add the tree whose root is DAG node ``root``; returns its index."""
+        if not 0 <= root < len(self._prod):
+            raise StructPrefError(f"no DAG node {root}: the DAG has {len(self._prod)} nodes")
+        seen, stack = {root}, [root]
+        while stack:
+            for k in self._kids[stack.pop()]:
+                if k not in seen:
+                    seen.add(k)
+                    stack.append(k)
+        occ = dict.fromkeys(seen, 0)
+        occ[root] = 1
+        # parents have larger ids: descending order passes each count on complete
+        for u in sorted(seen, reverse=True):
+            for k in self._kids[u]:
+                occ[k] += occ[u]
+        return self._add_tree(root, occ)
+
+    def _add_tree(self, root: int, occ: Dict[int, int]) -> int:
+        self.roots.append(root)
+        self._occ.append(occ)
+        self.cache.clear()
+        return len(self.roots) - 1
+
+    def add(self, tree) -> int:
+        """Add one tree (an nltk Tree, or anything the kernels accept: a
+        bracket string, a Doc with constituents, TreeArrays); returns its index."""
+        if isinstance(tree, Tree):
+            return self.add_root(self.intern_tree(tree))
+        (tree,) = tree_list([tree], self.symbols)
+        return self.add_root(self._intern_arrays(tree))
+
+    @classmethod
+    def join(cls, parts: Sequence["TreeSetDAG"], symbols: Optional[SymbolTable] = None) -> "TreeSetDAG":
+        """The trees of ``parts`` in order, as one DAG: each part's nodes are
+        re-interned children first; per-tree values every part holds in full
+        are carried over."""
+        parts = list(parts)
+        out = cls(symbols=symbols if symbols is not None else parts[0].symbols if parts else None)
+        for part in parts:
+            if part.symbols is not out.symbols:
+                raise StructPrefError("mismatched vocabularies: the tree sets to join use different SymbolTables")
+            remap: List[int] = []
+            for prod, kids in zip(part._prod, part._kids):
+                remap.append(out.intern(prod, [remap[k] for k in kids]))
+            for root, occ in zip(part.roots, part._occ):
+                out._add_tree(remap[root], {remap[u]: c for u, c in occ.items()})
+        for key in set.intersection(*(set(p.per_tree) for p in parts)) if parts else ():
+            if all(len(p.per_tree[key]) == len(p) for p in parts):
+                out.per_tree[key] = np.concatenate([p.per_tree[key] for p in parts])
+        return out
+
+    def tree(self, i: int) -> Tree:
+        """Tree ``i`` as a fresh nltk Tree (words from the productions)."""
+        labels, words, productions = self.symbols.labels, self.symbols.words, self.symbols.productions
+        # entries: [DAG node, children built so far, node children taken]
+        stack = [[self.roots[i], [], 0]]
+        while True:
+            entry = stack[-1]
+            u, built = entry[0], entry[1]
+            label, syms = productions[self._prod[u]]
+            while len(built) < len(syms) and syms[len(built)] < 0:
+                built.append(words[-syms[len(built)] - 1])
+            if len(built) < len(syms):
+                stack.append([self._kids[u][entry[2]], [], 0])
+                entry[2] += 1
+                continue
+            stack.pop()
+            node = Tree(labels[label], built)
+            if not stack:
+                return node
+            stack[-1][1].append(node)
+
+    def __getitem__(self, i) -> Tree:
+        i = operator.index(i)
+        if not -len(self) <= i < len(self):
+            raise IndexError(f"tree {i} of a set of {len(self)}")
+        return self.tree(i % len(self))
+
+    def __len__(self) -> int:
+        return len(self.roots)
+
+    @property
+    def n_dag_nodes(self) -> int:
+        return len(self._prod)
+
+    @property
+    def productions(self) -> List[int]:
+        """Production id of each DAG node (children come before parents)."""
+        return self._prod
+
+    @property
+    def children(self) -> List[Tuple[int, ...]]:
+        """Node children (DAG ids) of each DAG node; words are in the production."""
+        return self._kids
+
+    @property
+    def n_tree_nodes(self) -> int:
+        return sum(sum(c.values()) for c in self._occ)
+
+    @property
+    def occurrences(self) -> List[Dict[int, int]]:
+        """Per tree: how often each of its distinct DAG nodes occurs in it."""
+        return self._occ
+
+    def dag_arrays(self) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(prod, kid_off, kids)``: production, child offsets and node
+        children of every DAG node, as int32 arrays."""
+        arrays = self.cache.get("dag_arrays")
+        if arrays is None:
+            kid_off = np.zeros(len(self._prod) + 1, dtype=INT)
+            np.cumsum([len(k) for k in self._kids], out=kid_off[1:])
+            kids = np.fromiter((c for k in self._kids for c in k), dtype=INT, count=int(kid_off[-1]))
+            arrays = self.cache["dag_arrays"] = (np.asarray(self._prod, dtype=INT), kid_off, kids)
+        return arrays
+
+    def occurrence_arrays(self, start: int = 0) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Trees from ``start`` on, one entry per (tree, distinct node):
+        ``(tree - start, node, count)``, tree by tree."""
+        occ = self._occ[start:]
+        tree_of = np.repeat(np.arange(len(occ)), [len(c) for c in occ])
+        node = np.fromiter((u for c in occ for u in c), dtype=INT, count=len(tree_of))
+        cnt = np.fromiter((k for c in occ for k in c.values()), dtype=float, count=len(tree_of))
+        return tree_of, node, cnt
