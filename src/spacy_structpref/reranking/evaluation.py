@@ -1,0 +1,84 @@
+"""PARSEVAL rows of a reranking experiment, in the form of Menchetti et al.
+(2005), Table 3: labelled recall (LR), labelled precision (LP), F1, mean
+crossing brackets per sentence (CB), % sentences with no crossing bracket
+(0CB) and with at most two (≤2CB), for sentences of ≤ 40 words and for all;
+counted as EVALB counts them with ``COLLINS.prm``
+(:mod:`spacy_structpref.scoring.parseval`), micro-averaged over the corpus.
+"""
+from typing import Dict, List, Sequence, Union
+
+from nltk.tree import Tree
+
+from ..errors import StructPrefError
+from ..scoring.parseval import COLLINS, ParsevalResult, ParsevalTotals, sentence_stats
+from .data import RerankItem
+
+COLUMNS = ("LR", "LP", "F1", "CB", "0CB", "<=2CB")
+BLOCKS = (("<=40", f"≤ {COLLINS.cutoff_length} words"), ("all", "all sentences"))
+Row = Dict[str, Union[str, Dict[str, float]]]
+
+
+def evaluate(items: Sequence[RerankItem], chosen: Sequence[Union[int, Tree]]) -> ParsevalResult:
+    """EVALB's figures for the chosen parse of each item: a candidate index
+    (scored from the item's stored counts) or a tree (scored against gold)."""
+    if len(items) != len(chosen):
+        raise StructPrefError(f"{len(chosen)} choices for {len(items)} items")
+    result = ParsevalResult(cutoff=COLLINS.cutoff_length)
+    for n, (item, pick) in enumerate(zip(items, chosen)):
+        if item.gold is None:
+            raise StructPrefError(f"item {n} has no gold tree to evaluate against")
+        if isinstance(pick, Tree):
+            stats = sentence_stats(item.gold, pick, COLLINS)
+        elif 0 <= pick < len(item):
+            stats = item.stats[pick]
+        else:
+            raise StructPrefError(f"item {n} has {len(item)} candidates, candidate {pick} was chosen")
+        result.sentences.append(stats)
+        result.all.add(stats)
+        if stats.length <= result.cutoff:
+            result.short.add(stats)
+    return result
+
+
+def _figures(totals: ParsevalTotals) -> Dict[str, float]:
+    return {"LR": totals.recall, "LP": totals.precision, "F1": totals.f1, "CB": totals.avg_crossing,
+            "0CB": totals.zero_crossing, "<=2CB": totals.le2_crossing_pct, "sentences": totals.sentences}
+
+
+def table_row(name: str, result: ParsevalResult) -> Row:
+    """``{"name": ..., "<=40": figures, "all": figures}``, figures keyed by
+    :data:`COLUMNS` (percentages; CB per sentence) plus ``sentences``."""
+    return {"name": name, "<=40": _figures(result.short), "all": _figures(result.all)}
+
+
+def evaluate_row(name: str, items: Sequence[RerankItem], chosen: Sequence[Union[int, Tree]]) -> Row:
+    return table_row(name, evaluate(items, chosen))
+
+
+def one_best_row(items: Sequence[RerankItem], name: str = "PCFG 1-best") -> Row:
+    """The parser's own choice: candidate 0 of every list."""
+    return evaluate_row(name, items, [0] * len(items))
+
+
+def oracle_row(items: Sequence[RerankItem], name: str = "oracle") -> Row:
+    """The best a reranker of these lists can do: every item's target."""
+    return evaluate_row(name, items, [item.target for item in items])
+
+
+def format_rows(rows: Sequence[Row]) -> str:
+    """The rows as two wasabi tables, ≤ 40 words and all sentences."""
+    from wasabi import table
+
+    if not rows:
+        raise StructPrefError("no rows to format")
+    out: List[str] = []
+    for key, title in BLOCKS:
+        data = [(row["name"], *(f"{row[key][c]:.2f}" for c in COLUMNS)) for row in rows]
+        out.append(f"{title} ({rows[0][key]['sentences']} sentences)")
+        header = ("Model",) + tuple(c.replace("<=", "≤") for c in COLUMNS)
+        out.append(table(data, header=header, divider=True, aligns=("l",) + ("r",) * len(COLUMNS)))
+    return "\n".join(out)
+
+
+def print_rows(rows: Sequence[Row]) -> None:
+    print(format_rows(rows))
