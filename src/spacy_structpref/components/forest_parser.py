@@ -116,7 +116,6 @@ class ForestParser(Pipe):
         """Estimate the grammar from the reference trees of the examples."""
         from nltk.tree import Tree
 
-        from ..parsing.grammar import Annotation, estimate_grammar
         from ..trees.doc import doc_to_tree
 
         trees = []
@@ -131,12 +130,20 @@ class ForestParser(Pipe):
             raise StructPrefError(
                 f"{self.name}: no training example has constituents in doc.spans[{self.cfg['spans_key']!r}] "
                 "(convert the treebank with `python -m spacy_structpref convert ptb corpus/ptb`)")
+        self.initialize_from_trees(trees)
+
+    def initialize_from_trees(self, trees) -> "ForestParser":
+        """Estimate the grammar from nltk trees (outer bracket ``TOP``) with
+        this component's annotation and lexicon settings."""
+        from ..parsing.grammar import Annotation, estimate_grammar
+
         c = self.cfg
         annotation = Annotation(c["horizontal_markov"], c["vertical_markov"], c["tag_parent"],
                                 c["split_unary_tags"], c["split_in"], c["split_percent"])
         self.grammar = estimate_grammar(trees, annotation, rare_threshold=c["rare_threshold"], smooth=c["smooth"],
                                         base_signatures=c["base_signatures"])
         self._parser = None
+        return self
 
     def update(self, examples: Iterable[Example], *, drop: float = 0.0, sgd=None,
                losses: Optional[Dict[str, float]] = None) -> Dict[str, float]:

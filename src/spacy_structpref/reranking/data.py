@@ -151,18 +151,13 @@ def parser_from_trees(trees: Sequence[Tree], settings: Optional[dict] = None):
     """The parser ``forest_parser`` builds from these training trees and
     settings: the same grammar (annotation, lexicon) and search settings."""
     from ..components.forest_parser import ForestParser
-    from ..parsing.grammar import Annotation, estimate_grammar
 
     component = ForestParser(None, **(settings or {}))
-    cfg = component.cfg
-    if cfg["tag_mode"] != "ignore":
+    if component.cfg["tag_mode"] != "ignore":
         # Lists are parsed from words alone; gold tags would flatter them.
         raise StructPrefError(f"rerank lists are parsed from words only: tag_mode must be 'ignore', "
-                              f"got {cfg['tag_mode']!r}")
-    annotation = Annotation(**{name: cfg[name] for name in Annotation.__dataclass_fields__})
-    component.grammar = estimate_grammar(trees, annotation, rare_threshold=cfg["rare_threshold"],
-                                         smooth=cfg["smooth"], base_signatures=cfg["base_signatures"])
-    return component.parser
+                              f"got {component.cfg['tag_mode']!r}")
+    return component.initialize_from_trees(trees).parser
 
 
 def fold_assignment(n: int, n_folds: int) -> np.ndarray:

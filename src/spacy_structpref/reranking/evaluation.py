@@ -33,10 +33,7 @@ def evaluate(items: Sequence[RerankItem], chosen: Sequence[Union[int, Tree]]) ->
             stats = item.stats[pick]
         else:
             raise StructPrefError(f"item {n} has {len(item)} candidates, candidate {pick} was chosen")
-        result.sentences.append(stats)
-        result.all.add(stats)
-        if stats.length <= result.cutoff:
-            result.short.add(stats)
+        result.add(stats)
     return result
 
 

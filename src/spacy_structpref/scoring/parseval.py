@@ -179,6 +179,13 @@ class ParsevalResult:
     cutoff: int = 40
     sentences: List[SentenceStats] = field(default_factory=list)
 
+    def add(self, stats: SentenceStats) -> None:
+        """Count one sentence, in the ≤ cutoff totals too when it is short enough."""
+        self.sentences.append(stats)
+        self.all.add(stats)
+        if stats.length <= self.cutoff:
+            self.short.add(stats)
+
     def table(self) -> str:
         """EVALB's summary as a readable table."""
         rows = [("Number of sentences", "sentences", "{:d}"),
@@ -206,11 +213,7 @@ def evalb(gold_trees: Iterable[Tree], test_trees: Iterable[Optional[Tree]],
         raise StructPrefError(f"{len(gold_trees)} gold trees but {len(test_trees)} test trees")
     result = ParsevalResult(cutoff=params.cutoff_length)
     for gold, test in zip(gold_trees, test_trees):
-        stats = sentence_stats(gold, test, params)
-        result.sentences.append(stats)
-        result.all.add(stats)
-        if stats.length <= params.cutoff_length:
-            result.short.add(stats)
+        result.add(sentence_stats(gold, test, params))
     return result
 
 
