@@ -165,7 +165,8 @@ def main():
     ap.add_argument("--sentences", type=int, default=200, help="sentences for the DAG benchmark")
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
-    os.environ.setdefault("NLTK_DATA", str(SHARED_BENCH.parent / "nltk_data"))
+    # absolute: dump_trees.py runs in a temporary directory
+    os.environ["NLTK_DATA"] = str(Path(os.environ.get("NLTK_DATA", SHARED_BENCH.parent / "nltk_data")).resolve())
     sys.path.insert(0, str(args.bench_dir))
     import ref_sst
 
