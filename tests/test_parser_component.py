@@ -1,12 +1,14 @@
 """The spaCy component ``forest_parser``."""
 import pytest
+import srsly
+from confection import ConfigValidationError
 import spacy
 from spacy.tokens import Doc, DocBin
 from spacy.training import Example
 from spacy.util import raise_error
 
 import spacy_structpref.components.forest_parser  # noqa: F401  (registers the factory)
-from spacy_structpref.components.forest_parser import FALLBACK_KEY
+from spacy_structpref.components.forest_parser import FALLBACK_KEY, ForestParser
 from spacy_structpref.corpora import corpus_docs
 from spacy_structpref.errors import StructPrefError
 from spacy_structpref.trees import Forest, SymbolTable, doc_to_tree, nbest_trees, to_bracketed
@@ -210,3 +212,69 @@ def test_serialisation_honours_exclude(trained, tmp_path):
     doc = fresh(Doc(fresh.vocab, words=words))
     assert len(doc._.nbest) == 2
     assert doc._.nbest == [list(x) for x in trained(Doc(trained.vocab, words=words))._.nbest[:2]]
+
+
+def test_long_doc_falls_back_at_once_and_is_counted(trained):
+    """Issue #14 item 3: CKY took minutes and GBs on a 500-token Doc; with the
+    default max_length it gets the flat fallback tree at once, flagged
+    "too long" and counted."""
+    import time
+    import tracemalloc
+
+    from spacy_structpref.parsing.parser import TOO_LONG
+
+    assert trained.get_pipe("forest_parser").cfg["max_length"] == 100
+    words = [t.text for d in corpus_docs("ptb", "test", trained.vocab, limit=40) for t in d][:500]
+    tracemalloc.start()
+    start = time.perf_counter()
+    doc = trained(Doc(trained.vocab, words=words))
+    seconds = time.perf_counter() - start
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert seconds < 10 and peak < 100e6
+    assert doc.user_data[FALLBACK_KEY] == TOO_LONG
+    assert doc._.parse.leaves() == words and len(doc._.nbest) == 1 and doc._.forest is None
+    gold = corpus_docs("ptb", "test", trained.vocab, limit=3)
+    scores = trained.evaluate([Example(Doc(trained.vocab, words=words), doc)] +
+                              [Example(plain(trained, d), d) for d in gold])
+    assert scores["parse_fallbacks"] == 1 and scores["parse_too_long"] == 1
+
+
+def test_max_length_setting():
+    nlp = spacy.blank("en")
+    nlp.add_pipe("forest_parser", config={"max_length": 3})
+    from spacy_structpref.trees import parse_bracketed, tree_to_doc
+    train = tree_to_doc(nlp.vocab, parse_bracketed("(TOP (S (NP (DT the) (NN dog)) (VP (VBZ barks))))"))
+    nlp.initialize(lambda: [Example(train, train)])
+    assert FALLBACK_KEY not in nlp(Doc(nlp.vocab, words=["the", "dog", "barks"])).user_data
+    assert nlp(Doc(nlp.vocab, words=["the", "dog", "dog", "barks"])).user_data[FALLBACK_KEY] == "too long"
+    assert nlp(Doc(nlp.vocab, words=["the", "dog"])).user_data[FALLBACK_KEY] == "no parse"
+    unbounded = spacy.blank("en")
+    unbounded.add_pipe("forest_parser", config={"max_length": None}).from_bytes(
+        nlp.get_pipe("forest_parser").to_bytes(exclude=["cfg"]))
+    assert unbounded(Doc(unbounded.vocab, words=["the", "dog", "dog", "barks"])).user_data[FALLBACK_KEY] == "no parse"
+
+
+@pytest.mark.parametrize("setting,value,match", [
+    ("max_expansions", 0, "max_expansions"), ("max_expansions", -3, "max_expansions"),
+    ("max_expansions", 2.5, "max_expansions"), ("rare_threshold", -1, "rare_threshold"),
+    ("tag_bonus", 0.0, "tag_bonus"), ("tag_bonus", -1.0, "tag_bonus"), ("tag_bonus", float("inf"), "tag_bonus"),
+    ("smooth", -1.0, "smooth"), ("smooth", float("nan"), "smooth"), ("beam", 1.5, "beam"), ("beam", -0.1, "beam"),
+    ("threshold", 1.0, "threshold"), ("merit_threshold", float("nan"), "merit_threshold"),
+    ("max_length", 0, "max_length"), ("k", 0, "k must"), ("k", True, "k must|forest_parser -> k"),
+])
+def test_bad_settings_fail_when_the_pipeline_is_built(setting, value, match):
+    """Issue #14 item 8: these were accepted, then every parse fell back or
+    failed (smooth=-1: ZeroDivisionError), or a bad beam surfaced only at
+    the first parse."""
+    nlp = spacy.blank("en")
+    config = {setting: value, "tag_mode": "soft"} if setting == "tag_bonus" else {setting: value}
+    if value == value and abs(value) != float("inf"):  # spaCy refuses nan and inf in a config itself
+        # and its own type check catches a float where an int is declared
+        with pytest.raises((StructPrefError, ConfigValidationError), match=match):
+            nlp.add_pipe("forest_parser", config=config)
+    with pytest.raises(StructPrefError, match=match):
+        ForestParser(nlp.vocab, **config)
+    pipe = nlp.add_pipe("forest_parser")
+    with pytest.raises(StructPrefError, match=match):
+        pipe.from_bytes(srsly.msgpack_dumps({"cfg": {**pipe.cfg, **config}}))

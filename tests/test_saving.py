@@ -31,3 +31,183 @@ def test_atomic_file_failure_before_writing(tmp_path):
         with atomic_file(tmp_path / "plot.png"):
             raise KeyError("nothing written")
     assert not list(tmp_path.iterdir())
+
+
+# -- atomic_directory: what a save replaces, and what it leaves -------------------------------
+import json  # noqa: E402
+import os  # noqa: E402
+import stat  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import textwrap  # noqa: E402
+import time  # noqa: E402
+
+from spacy_structpref.errors import SavedModelError  # noqa: E402
+from spacy_structpref.saving import MARKER, atomic_directory, check_saved  # noqa: E402
+
+
+def _save(path, files, factory="thing"):
+    with atomic_directory(path, factory) as tmp:
+        for name, text in files.items():
+            (tmp / name).parent.mkdir(parents=True, exist_ok=True)
+            (tmp / name).write_text(text)
+
+
+def _tree(path):
+    return sorted(p.relative_to(path).as_posix() for p in path.rglob("*"))
+
+
+def test_save_into_a_directory_keeps_what_the_save_does_not_own(tmp_path):
+    models = tmp_path / "models"
+    (models / "notes").mkdir(parents=True)
+    (models / "keep.txt").write_text("mine")
+    (models / "notes" / "a.txt").write_text("a")
+    _save(models, {"cfg": "1", "part/w": "2"})
+    assert _tree(models) == sorted([MARKER, "cfg", "keep.txt", "notes", "notes/a.txt", "part", "part/w"])
+    (models / "part" / "readme").write_text("foreign, inside our directory")
+    _save(models, {"cfg": "3"})  # the earlier save's part/w is ours: replaced (here: gone)
+    assert _tree(models) == sorted([MARKER, "cfg", "keep.txt", "notes", "notes/a.txt", "part", "part/readme"])
+    assert (models / "cfg").read_text() == "3" and (models / "keep.txt").read_text() == "mine"
+    assert json.loads((models / MARKER).read_text())["files"].keys() == {"cfg"}
+    assert check_saved(models, "thing") == models
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["models"]
+
+
+def test_a_file_the_save_writes_replaces_a_foreign_one(tmp_path):
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "cfg").write_text("foreign")
+    _save(tmp_path / "m", {"cfg": "ours"})
+    assert (tmp_path / "m" / "cfg").read_text() == "ours"
+
+
+def test_save_onto_a_file_is_refused(tmp_path):
+    target = tmp_path / "model.bin"
+    target.write_text("precious")
+    with pytest.raises(SavedModelError, match="it is a file, not a directory"):
+        _save(target, {"cfg": "1"})
+    assert target.read_text() == "precious"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.bin"]
+
+
+def test_save_where_a_foreign_directory_blocks_a_file_is_refused(tmp_path):
+    (tmp_path / "m" / "cfg").mkdir(parents=True)
+    (tmp_path / "m" / "cfg" / "x").write_text("x")
+    with pytest.raises(SavedModelError, match="is where the save writes a file"):
+        _save(tmp_path / "m", {"cfg": "1"})
+    assert _tree(tmp_path / "m") == ["cfg", "cfg/x"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m"]
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077, 0o002])
+def test_saved_directories_follow_the_umask(tmp_path, umask):
+    old = os.umask(umask)
+    try:
+        _save(tmp_path / "m", {"cfg": "1"})
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "m").stat().st_mode) == 0o777 & ~umask
+    assert stat.S_IMODE((tmp_path / "m" / "cfg").stat().st_mode) == 0o666 & ~umask
+
+
+def test_killed_saves_leave_one_temporary_directory_that_the_next_save_removes(tmp_path):
+    target = tmp_path / "m"
+    _save(target, {"cfg": "old"})
+    (tmp_path / ".m.backup").mkdir()  # a hidden directory of the user's, of a similar name
+    killed = textwrap.dedent(f"""
+        import os
+        from spacy_structpref.saving import atomic_directory
+        with atomic_directory({str(target)!r}, "thing") as tmp:
+            (tmp / "cfg").write_text("half")
+            os._exit(9)
+        """)
+    for _ in range(2):
+        assert subprocess.run([sys.executable, "-c", killed]).returncode == 9
+    left = [p.name for p in tmp_path.iterdir() if p.name.startswith(".m.saving-")]
+    assert len(left) == 1  # each save removed the one killed before it: they never pile up
+    assert (target / "cfg").read_text() == "old" and check_saved(target, "thing")
+    _save(target, {"cfg": "new"})
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".m.backup", "m"]
+    assert (target / "cfg").read_text() == "new"
+
+
+def test_a_save_in_progress_is_not_taken_for_a_killed_one(tmp_path):
+    target, started = tmp_path / "m", tmp_path / "started"
+    slow = textwrap.dedent(f"""
+        import pathlib, time
+        from spacy_structpref.saving import atomic_directory
+        with atomic_directory({str(target)!r}, "thing") as tmp:
+            (tmp / "cfg").write_text("first")
+            pathlib.Path({str(started)!r}).touch()
+            time.sleep(1.0)
+        """)
+    first = subprocess.Popen([sys.executable, "-c", slow])
+    while not started.exists() and first.poll() is None:
+        time.sleep(0.01)
+    _save(target, {"cfg": "second"})  # waits for the first save's lock, then replaces it
+    assert first.wait() == 0
+    assert (target / "cfg").read_text() == "second"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m", "started"]
+
+
+def test_a_save_killed_between_its_renames_is_recovered(tmp_path):
+    target = tmp_path / "m"
+    _save(target, {"cfg": "old"})
+    (target / "keep.txt").write_text("mine")
+    # the state a save killed after moving the previous save aside leaves behind
+    aside = tmp_path / ".m.replaced-0123456789abcdef"
+    os.replace(target, aside)
+    (tmp_path / ".m.saving-fedcba9876543210").mkdir()
+    with pytest.raises(SavedModelError, match="interrupted.*saving again to the path restores it"):
+        check_saved(target, "thing")
+    _save(target, {"cfg": "new"})
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m"]
+    assert (target / "cfg").read_text() == "new" and (target / "keep.txt").read_text() == "mine"
+
+
+def test_nested_saves_into_one_parent_do_not_deadlock(tmp_path):
+    with atomic_directory(tmp_path / "a", "thing") as tmp:
+        (tmp / "cfg").write_text("a")
+        _save(tmp_path / "b", {"cfg": "b"})
+    assert check_saved(tmp_path / "a", "thing") and check_saved(tmp_path / "b", "thing")
+
+
+def test_a_saved_directory_is_checked_file_by_file(tmp_path):
+    _save(tmp_path / "m", {"cfg": "1", "part/w": "2"})
+    (tmp_path / "m" / "part" / "w").write_text("3")
+    with pytest.raises(SavedModelError, match=r"part/w does not match the checksum saved with it"):
+        check_saved(tmp_path / "m", "thing")
+    (tmp_path / "m" / "part" / "w").unlink()
+    with pytest.raises(SavedModelError, match=r"part/w is missing"):
+        check_saved(tmp_path / "m", "thing")
+
+
+@pytest.mark.parametrize("marker, why", [
+    ('{"factory":"thing","files":{"../x":"' + "0" * 64 + '"}}', "not a name inside"),
+    ('{"factory":"thing","files":{"/etc/passwd":"' + "0" * 64 + '"}}', "not a name inside"),
+    ('{"factory":"thing","files":{"cfg":"ABC"}}', "not a map of names to SHA-256"),
+    ('{"factory":"thing","files":{},"factory":"thing"}', "a key appears twice"),
+    ('{"factory":"thing","filez":{}}', "unexpected keys"),
+    ('{"factory":"thing","files":{}', "damaged"),
+    ('["thing"]', "no factory name"),
+])
+def test_a_crafted_or_damaged_marker_is_refused(tmp_path, marker, why):
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / MARKER).write_text(marker)
+    with pytest.raises(SavedModelError, match=why):
+        check_saved(tmp_path / "m", "thing")
+
+
+def test_a_symbolic_link_out_of_the_directory_is_refused(tmp_path):
+    _save(tmp_path / "m", {"cfg": "1"})
+    (tmp_path / "elsewhere").write_text("1")
+    (tmp_path / "m" / "cfg").unlink()
+    (tmp_path / "m" / "cfg").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(SavedModelError, match="leads outside the directory"):
+        check_saved(tmp_path / "m", "thing")
+
+
+def test_a_marker_without_checksums_loads_with_a_warning(tmp_path):
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / MARKER).write_text('{"factory": "thing"}')
+    with pytest.warns(UserWarning, match="saved without file checksums"):
+        assert check_saved(tmp_path / "m", "thing") == tmp_path / "m"

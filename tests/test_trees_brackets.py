@@ -9,6 +9,7 @@ from nltk.tree import Tree
 from spacy_structpref.errors import BracketError
 from spacy_structpref.trees import (SymbolTable, escape_word, normalize_tree, parse_bracketed, restore_words,
                                     strip_function_tags, to_bracketed, trees_to_arrays)
+from spacy_structpref.trees.brackets import escape_label
 from spacy_structpref.trees.brackets import _tokenize, bracketed_to_arrays
 
 from strategies import trees
@@ -176,3 +177,74 @@ def test_escapes_follow_the_treebank():
 def test_restore_words_needs_one_word_per_leaf():
     with pytest.raises(BracketError, match="2 words but 3"):
         restore_words(parse_bracketed("(S (A a) (B b))"), ["a", "b", "c"])
+
+
+# Any text: whitespace (ASCII, control and Unicode separators), brackets, escapes and the empty string.
+TEXT = st.lists(st.one_of(st.sampled_from(SEPARATORS + ["(", ")", "_", "-LRB-", "\x00", "\x85", "\ud800"]),
+                          st.characters(exclude_categories=["Cs"])), max_size=4).map("".join)
+
+
+@st.composite
+def text_trees(draw, depth=0):
+    """Trees whose labels and words are arbitrary text; every node has children."""
+    if depth >= 3 or depth and draw(st.booleans()):
+        return Tree(draw(TEXT), [draw(TEXT)])
+    return Tree(draw(TEXT), [draw(text_trees(depth + 1)) if draw(st.booleans()) else draw(TEXT)
+                             for _ in range(draw(st.integers(1, 3)))])
+
+
+def escaped(tree):
+    """What to_bracketed promises parse_bracketed reads back: labels and
+    words escaped, the structure unchanged; None where it must refuse."""
+    if not isinstance(tree, Tree):
+        return escape_word(tree) if tree else None
+    kids = [escaped(k) for k in tree]
+    if None in kids or tree.label() == "" and not isinstance(tree[0], Tree):
+        return None
+    return Tree(escape_label(tree.label()), kids)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text_trees())
+def test_any_tree_of_text_round_trips_or_is_refused(tree):
+    """Issue #14 item 7: labels were written unescaped (``NP SBJ`` read back
+    as a label and a word). Written and read back, every tree is its escaped
+    self; the fast reader agrees; an escaped tree is a fixed point."""
+    expected = escaped(tree)
+    if expected is None:
+        with pytest.raises(BracketError, match="empty word|empty label"):
+            to_bracketed(tree)
+        return
+    text = to_bracketed(tree)
+    back = parse_bracketed(text)
+    assert back == expected
+    assert bracketed_to_arrays([text])[0].to_tree() == back
+    assert to_bracketed(back) == text and parse_bracketed(to_bracketed(back)) == back
+
+
+@given(trees(labels=["S", "NP-SBJ", "-NONE-", "X=1"], tags=["NN", "-LRB-", ","], words=READ_WORDS))
+def test_trees_needing_no_escape_round_trip_exactly(tree):
+    assert parse_bracketed(to_bracketed(tree)) == tree
+
+
+def test_labels_are_escaped_as_words():
+    tree = Tree("NP SBJ", [Tree("N\x1cN", ["a"]), Tree("(", ["("])])
+    assert to_bracketed(tree) == "(NP_SBJ (N_N a) (-LRB- -LRB-))"
+    assert parse_bracketed(to_bracketed(tree)) == Tree("NP_SBJ", [Tree("N_N", ["a"]), Tree("-LRB-", ["-LRB-"])])
+    assert escape_label("") == "" and escape_label("A B") == "A_B"
+    assert to_bracketed(Tree("", [Tree("S", [Tree("NN", ["x"])])])) == "( (S (NN x)))"
+
+
+def test_what_cannot_be_written_is_refused():
+    """Floresta's childless ``(--)`` was written ``(-- )``, which the reader
+    rejects; now the writer says why (and normalize_tree drops such nodes)."""
+    floresta = Tree("S", [Tree("--", []), Tree("NN", ["x"])])
+    with pytest.raises(BracketError, match="'--' has no children.*normalize_tree"):
+        to_bracketed(floresta)
+    with pytest.raises(BracketError, match="'--' has no children.*normalize_tree"):
+        parse_bracketed("(S (--) (NN x))")
+    assert to_bracketed(normalize_tree(floresta)) == "(TOP (S (NN x)))"
+    with pytest.raises(BracketError, match="empty word"):
+        to_bracketed(Tree("NN", [""]))
+    with pytest.raises(BracketError, match="empty label"):
+        to_bracketed(Tree("", ["x"]))

@@ -19,3 +19,13 @@ class CorpusError(StructPrefError):
 
 class TaggerError(StructPrefError):
     """A distro_tagger or its model got a setting, label or input it cannot use."""
+
+
+class SavedModelError(StructPrefError):
+    """A saved component or learner is missing, damaged or does not fit the
+    loading object, or a save's target path cannot take it."""
+
+
+class GrammarError(StructPrefError):
+    """A grammar's states, rules or lexicon are inconsistent (e.g. an id
+    outside its state list), whether built by hand or loaded from a file."""

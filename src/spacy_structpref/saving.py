@@ -1,49 +1,233 @@
 """Saving safely: a save is written to a temporary sibling and moved into
 place, so an interrupted save never leaves a half-written model or file
 (:func:`atomic_directory` for pipeline components and learners,
-:func:`atomic_file` for the command line's outputs); a marker file names what
-a directory holds (the component factory or learner class), so loading it
-into the wrong thing fails with a clear error."""
+:func:`atomic_file` for the command line's outputs).
+
+A saved directory holds a marker file naming what it holds (the component
+factory or learner class) and the SHA-256 of every file the save wrote;
+:func:`check_saved` refuses a directory saved for something else, a file
+that is missing or changed since, and a listed path that leaves the
+directory. Like spaCy's ``nlp.to_disk``, saving into an existing directory
+keeps what the save does not own: files another program put there stay,
+while the files of an earlier save listed in its marker are replaced. A
+path that is a file is refused. Temporary directories left by a killed save
+are removed by the next save to the same path (saves to one parent
+directory take a lock on it, so a save in progress is never taken for one).
+"""
+import hashlib
+import json
 import os
+import re
+import secrets
 import shutil
-import tempfile
+import threading
+import warnings
 from contextlib import contextmanager
-from pathlib import Path
-from typing import Iterator
+from pathlib import Path, PurePosixPath
+from typing import Dict, Iterator, Optional, Set
 
-import srsly
-from spacy.util import ensure_path
-
-from .errors import StructPrefError
+from .errors import SavedModelError, StructPrefError
 
 MARKER = "structpref_component.json"
+_DIGEST = re.compile(r"[0-9a-f]{64}")
+_held = threading.local()  # parent directories this thread has locked: nested saves into one take it once
+
+
+def _temp_re(name: str) -> "re.Pattern":
+    """A save writes into ``.NAME.saving-HEX``; ``.NAME.replaced-HEX`` holds what it replaces."""
+    return re.compile(rf"\.{re.escape(name)}\.(saving|replaced)-[0-9a-f]{{16}}")
+
+
+def _temp_path(path: Path, kind: str) -> Path:
+    return path.with_name(f".{path.name}.{kind}-{secrets.token_hex(8)}")
+
+
+@contextmanager
+def _locked(parent: Path) -> Iterator[bool]:
+    """Hold an exclusive lock on ``parent`` (flock on the directory itself,
+    so no lock file is left behind); yields whether it is held."""
+    try:
+        import fcntl
+    except ImportError:  # no flock (Windows): saves go unlocked and leave stale temporaries alone
+        yield False
+        return
+    held = getattr(_held, "dirs", None)
+    if held is None:
+        held = _held.dirs = set()
+    key = os.path.realpath(parent)
+    if key in held:
+        yield True
+        return
+    fd = None
+    try:
+        fd = os.open(parent, os.O_RDONLY)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    except OSError:  # an unreadable parent, or a file system without flock: go unlocked
+        if fd is not None:
+            os.close(fd)
+        yield False
+        return
+    held.add(key)
+    try:
+        yield True
+    finally:
+        held.discard(key)
+        os.close(fd)  # releases the lock
+
+
+def _clean_stale(path: Path) -> None:
+    """Remove the temporary directories killed saves to ``path`` left; a
+    save killed between moving the previous save aside and moving the new
+    one in gets the previous one back first."""
+    pattern = _temp_re(path.name)
+    stale = sorted((p for p in path.parent.iterdir()
+                    if pattern.fullmatch(p.name) and p.is_dir() and not p.is_symlink()),
+                   key=lambda p: p.stat().st_mtime)
+    if not os.path.lexists(path):
+        replaced = [p for p in stale if ".replaced-" in p.name]
+        if replaced:
+            os.replace(replaced[-1], path)
+            stale.remove(replaced[-1])
+    for p in stale:
+        shutil.rmtree(p, ignore_errors=True)
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _files(root: Path) -> Iterator[Path]:
+    """Every regular file under ``root`` (symbolic links not followed)."""
+    for entry in os.scandir(root):
+        if entry.is_dir(follow_symlinks=False):
+            yield from _files(Path(entry.path))
+        elif entry.is_file(follow_symlinks=False):
+            yield Path(entry.path)
+
+
+def _checksums(root: Path) -> Dict[str, str]:
+    top = root / MARKER
+    return {p.relative_to(root).as_posix(): _sha256(p) for p in _files(root) if p != top}
+
+
+def _owned(path: Path) -> Optional[Set[str]]:
+    """What an earlier save at ``path`` owns: the files its marker lists;
+    None (everything) for a marker written before markers listed files (those
+    saves replaced the whole directory); nothing without a readable marker."""
+    try:
+        saved = _read_marker(path / MARKER)
+    except (SavedModelError, OSError):
+        return set()
+    return None if saved["files"] is None else set(saved["files"]) | {MARKER}
+
+
+def _link_or_copy(src, dst) -> None:
+    try:
+        os.link(src, dst)
+    except OSError:  # a file system without hard links
+        shutil.copy2(src, dst)
+
+
+def _keep_foreign(path: Path, tmp: Path, ours: Set[str]) -> None:
+    """Link (or copy) into ``tmp`` what ``path`` holds that no save of ours
+    owns and this save does not write, so that it survives the replacement."""
+    owned = _owned(path)
+    if owned is None:
+        return
+    skip = owned | ours | {MARKER}
+
+    def keep(src: Path, rel: str) -> None:
+        dst = tmp / rel
+        if src.is_dir() and not src.is_symlink():
+            if dst.exists() and not dst.is_dir():
+                raise SavedModelError(f"cannot save into {path}: its directory {rel} is where the save "
+                                      "writes a file; move it away or save elsewhere")
+            if not dst.exists() and not any(name.startswith(f"{rel}/") for name in owned):
+                shutil.copytree(src, dst, symlinks=True, copy_function=_link_or_copy)  # wholly foreign
+                return
+            for entry in src.iterdir():
+                keep(entry, f"{rel}/{entry.name}")
+            return
+        if rel in skip:
+            return
+        if dst.is_dir():
+            raise SavedModelError(f"cannot save into {path}: its file {rel} is where the save writes a "
+                                  "directory; move it away or save elsewhere")
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        if src.is_symlink():
+            os.symlink(os.readlink(src), dst)
+        else:
+            _link_or_copy(src, dst)
+
+    for entry in path.iterdir():
+        keep(entry, entry.name)
+
+
+def _move_in(path: Path, tmp: Path) -> None:
+    if not os.path.lexists(path):
+        os.replace(tmp, path)
+        return
+    # Two renames: a save killed between them leaves the previous save in
+    # .NAME.replaced-HEX, which the next save to the path puts back.
+    old = _temp_path(path, "replaced")
+    os.replace(path, old)
+    os.replace(tmp, path)
+    shutil.rmtree(old, ignore_errors=True)
 
 
 @contextmanager
 def atomic_directory(path, factory: str) -> Iterator[Path]:
-    """Yield a temporary directory to write into; on success it replaces ``path``."""
-    path = ensure_path(path)
+    """Yield a temporary directory to write into; on success its files, a
+    marker naming ``factory`` and their checksums, and whatever ``path``
+    already held that no save of ours wrote, replace ``path``. A ``path``
+    that is a file is refused (:class:`~.errors.SavedModelError`)."""
+    path = Path(os.path.realpath(path))  # a symbolic link: save where it points
+    if path.exists() and not path.is_dir():
+        raise SavedModelError(f"cannot save a {factory} to {path}: it is a file, not a directory; "
+                              "remove it or choose another path")
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
+    with _locked(path.parent) as locked:
+        if locked:
+            _clean_stale(path)
+        tmp = _temp_path(path, "saving")
+        tmp.mkdir()  # os.mkdir's mode, so the umask decides the permissions (mkdtemp's are 0700)
+        try:
+            yield tmp
+            files = _checksums(tmp)
+            if path.is_dir():
+                _keep_foreign(path, tmp, set(files))
+            marker = json.dumps({"factory": factory, "files": files}, separators=(",", ":"), sort_keys=True)
+            (tmp / MARKER).write_text(marker, encoding="utf-8")
+            _move_in(path, tmp)
+        finally:
+            if tmp.exists():
+                shutil.rmtree(tmp, ignore_errors=True)
+
+
+@contextmanager
+def load_errors(what: str) -> Iterator[None]:
+    """Turn what reading malformed saved data raises (a missing key, a wrong
+    type, bytes msgpack or thinc cannot read) into a :class:`~.errors.SavedModelError`
+    naming ``what`` was being loaded; the package's own errors pass unchanged."""
+    from srsly.msgpack.exceptions import UnpackException  # here: saving itself stays cheap to import
+
     try:
-        yield tmp
-        srsly.write_json(tmp / MARKER, {"factory": factory})
-        if path.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{path.name}.old.", dir=path.parent))
-            os.replace(path, old / "x")
-            os.replace(tmp, path)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
+        yield
+    except StructPrefError:
+        raise
+    except (AttributeError, KeyError, IndexError, TypeError, ValueError, OverflowError, UnpackException) as e:
+        raise SavedModelError(f"cannot load {what}: the saved data is malformed ({type(e).__name__}: {e}); "
+                              "save it again") from e
 
 
 def partial_path(path) -> Path:
     """The temporary sibling :func:`atomic_file` writes ``path`` to:
     ``name.part.ext``, so that the extension still tells the file's format."""
-    path = ensure_path(path)
+    path = Path(path)
     return path.with_name(f"{path.stem}.part{path.suffix}")
 
 
@@ -52,7 +236,7 @@ def atomic_file(path) -> Iterator[Path]:
     """Yield :func:`partial_path` of ``path`` to write into; on success it
     replaces ``path`` (``os.replace``, atomic on one file system), on an
     exception it is removed and ``path`` is left as it was."""
-    path = ensure_path(path)
+    path = Path(path)
     tmp = partial_path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
@@ -62,14 +246,80 @@ def atomic_file(path) -> Iterator[Path]:
         tmp.unlink(missing_ok=True)
 
 
+def inside(directory, relative: str) -> Path:
+    """``directory / relative``, refusing (:class:`~.errors.SavedModelError`)
+    a path that is absolute, climbs out with ``..`` or leaves ``directory``
+    through a symbolic link: saved names come from files, which may be
+    damaged or crafted."""
+    directory = Path(directory)
+    parts = PurePosixPath(relative).parts if isinstance(relative, str) else None
+    if (not parts or PurePosixPath(relative).as_posix() != relative or relative.startswith("/")
+            or "\\" in relative or ".." in parts):
+        raise SavedModelError(f"{directory}: the saved path {relative!r} is not a name inside the directory")
+    target = directory.joinpath(*parts)
+    real, root = os.path.realpath(target), os.path.realpath(directory)
+    if os.path.commonpath([real, root]) != root:
+        raise SavedModelError(f"{directory}: the saved path {relative!r} leads outside the directory")
+    return target
+
+
+def _unique_keys(pairs):
+    keys = [k for k, _ in pairs]
+    if len(set(keys)) != len(keys):
+        raise ValueError("a key appears twice")
+    return dict(pairs)
+
+
+def _read_marker(marker: Path) -> dict:
+    """``{"factory": str, "files": {path: sha256} or None}``; the marker is
+    read strictly (exact keys, no repeated key, lower-case digests), so a
+    damaged marker is an error rather than a shorter list of files."""
+    def damaged(why: str) -> SavedModelError:
+        return SavedModelError(f"{marker} is damaged ({why}): save the model again")
+
+    try:
+        data = json.loads(marker.read_bytes().decode("utf-8"), object_pairs_hook=_unique_keys)
+    except (UnicodeDecodeError, ValueError) as e:
+        raise damaged(str(e)) from None
+    if not isinstance(data, dict) or not isinstance(data.get("factory"), str):
+        raise damaged("no factory name")
+    if set(data) not in ({"factory"}, {"factory", "files"}):
+        raise damaged(f"unexpected keys {sorted(set(data) - {'factory', 'files'})}")
+    files = data.get("files")
+    if "files" in data and not (isinstance(files, dict) and all(
+            isinstance(k, str) and isinstance(v, str) and _DIGEST.fullmatch(v) for k, v in files.items())):
+        raise damaged("the file checksums are not a map of names to SHA-256 digests")
+    return {"factory": data["factory"], "files": files}
+
+
 def check_saved(path, factory: str) -> Path:
-    """Raise a clear error unless ``path`` holds a saved ``factory``."""
-    path = ensure_path(path)
+    """Raise a clear error (:class:`~.errors.SavedModelError`) unless
+    ``path`` holds a saved ``factory`` whose files all match the checksums
+    saved with them; return ``path``."""
+    path = Path(path)
     marker = path / MARKER
-    if not marker.exists():
-        raise StructPrefError(f"{path} does not hold a saved {factory} (no {MARKER})")
-    saved = srsly.read_json(marker).get("factory")
-    if saved != factory:
-        raise StructPrefError(f"{path} holds a saved {saved}, not a {factory}: it was loaded "
+    if not marker.is_file():
+        why = f"no {MARKER}"
+        if not path.exists() and path.parent.is_dir():
+            left = [p.name for p in path.parent.iterdir()
+                    if _temp_re(path.name).fullmatch(p.name) and ".replaced-" in p.name]
+            if left:
+                why += (f"; a save there was interrupted and the previous one is in {path.parent / left[0]}: "
+                        "saving again to the path restores it first")
+        raise SavedModelError(f"{path} does not hold a saved {factory} ({why})")
+    saved = _read_marker(marker)
+    if saved["factory"] != factory:
+        raise SavedModelError(f"{path} holds a saved {saved['factory']}, not a {factory}: it was loaded "
                               "into the wrong pipeline component or learner")
+    if saved["files"] is None:
+        warnings.warn(f"{path} was saved without file checksums (by an earlier spacy-structpref): its files "
+                      "cannot be verified; save it again to add them", stacklevel=2)
+        return path
+    for name, digest in sorted(saved["files"].items()):
+        file = inside(path, name)
+        if file.is_symlink() or not file.is_file():
+            raise SavedModelError(f"{file} is missing from the saved {factory}: save the model again")
+        if _sha256(file) != digest:
+            raise SavedModelError(f"{file} does not match the checksum saved with it: the file is damaged or "
+                                  f"was changed after saving; save the {factory} again")
     return path

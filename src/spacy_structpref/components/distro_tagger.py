@@ -23,7 +23,7 @@ from spacy.training import Example, validate_examples, validate_get_examples
 from thinc.api import Config, Model, set_dropout_rate
 
 from ..errors import TaggerError
-from ..saving import atomic_directory, check_saved
+from ..saving import atomic_directory, check_saved, load_errors
 
 # Registers the architectures named in the default config (pure Python; the
 # compiled Viterbi is imported on first use).
@@ -128,6 +128,7 @@ class DistroTaggerComponent(TrainablePipe):
         from ..models.decode import decode
 
         docs = list(docs)
+        self._require_initialized()
         lengths = [len(d) for d in docs]
         if not any(lengths):
             return [numpy.zeros((n,), dtype="i") for n in lengths]
@@ -208,7 +209,35 @@ class DistroTaggerComponent(TrainablePipe):
             super().to_disk(tmp, exclude=exclude)
 
     def from_disk(self, path, *, exclude=tuple()) -> "DistroTaggerComponent":
-        return super().from_disk(check_saved(path, "distro_tagger"), exclude=exclude)
+        path = check_saved(path, "distro_tagger")
+        with load_errors(f"{self.name} from {path}"):
+            super().from_disk(path, exclude=exclude)
+        self._check_labels()
+        return self
+
+    def from_bytes(self, bytes_data: bytes, *, exclude=tuple()) -> "DistroTaggerComponent":
+        with load_errors(self.name):
+            super().from_bytes(bytes_data, exclude=exclude)
+        self._check_labels()
+        return self
+
+    def _check_labels(self) -> None:
+        """The labels (saved in ``cfg``) and the model's label matrix agree: a
+        lost ``cfg``, or one from another model, is refused."""
+        labels = self.cfg["labels"]
+        if not all(isinstance(label, str) for label in labels) or len(set(labels)) != len(labels):
+            raise TaggerError(f"{self.name}: the saved labels must be distinct strings, got {labels!r}")
+        if self.model.has_dim("nO") and self.model.get_dim("nO") != len(labels):
+            raise TaggerError(f"{self.name} has {len(labels)} labels but its model scores "
+                              f"{self.model.get_dim('nO')}: the saved cfg (which lists the labels) is missing "
+                              "or belongs to another model; save the trained tagger again")
+
+    def _require_initialized(self) -> None:
+        if not (self.model.has_dim("nO")
+                and all(node.has_param(name) for node in self.model.walk() for name in node.param_names)):
+            raise TaggerError(f"{self.name} is not initialized: call nlp.initialize() with tagged examples, "
+                              "or load a trained pipeline")
+        self._check_labels()
 
     # -- the label space ------------------------------------------------------
     @property

@@ -14,10 +14,11 @@ from spacy.language import Language
 from spacy.pipeline import Pipe
 from spacy.training import Example
 
-from ..errors import StructPrefError
-from ..saving import atomic_directory, check_saved
+from ..errors import SavedModelError, StructPrefError
+from ..saving import atomic_directory, check_saved, load_errors
 
-FALLBACK_KEY = "forest_parser_fallback"  # doc.user_data flag: the grammar could not parse this Doc
+# doc.user_data flag of a Doc that got the flat fallback tree: why (parsing.parser's TOO_LONG or NO_PARSE)
+FALLBACK_KEY = "forest_parser_fallback"
 
 DEFAULT_CONFIG = {
     "horizontal_markov": 2,
@@ -33,6 +34,7 @@ DEFAULT_CONFIG = {
     "threshold": 1e-5,
     "merit_threshold": 1e-6,
     "max_expansions": 2000,
+    "max_length": 100,
     "k": 50,
     "tag_mode": "ignore",
     "tag_bonus": 10.0,
@@ -52,18 +54,20 @@ FILES = {"cfg": ("cfg.json", srsly.write_json, srsly.read_json),
     assigns=["doc.spans", "token.tag", "doc._.nbest", "doc._.forest"],
     default_config=DEFAULT_CONFIG,
     default_score_weights={"parseval_f": 1.0, "parseval_p": 0.0, "parseval_r": 0.0, "parseval_f_40": 0.0,
-                           "parse_fallbacks": None},
+                           "parse_fallbacks": None, "parse_too_long": None},
 )
 def make_forest_parser(nlp: Language, name: str, horizontal_markov: int, vertical_markov: int,
                        tag_parent: bool, split_unary_tags: bool, split_in: bool, split_percent: bool,
                        rare_threshold: int, smooth: float, base_signatures: bool, beam: float, threshold: float,
-                       merit_threshold: float, max_expansions: int, k: int, tag_mode: str, tag_bonus: float,
-                       set_tags: bool, store_forest: bool, spans_key: str, scorer: Optional[Callable]):
+                       merit_threshold: float, max_expansions: int, max_length: Optional[int], k: int,
+                       tag_mode: str, tag_bonus: float, set_tags: bool, store_forest: bool, spans_key: str,
+                       scorer: Optional[Callable]):
     return ForestParser(
         nlp.vocab, name, scorer=scorer, horizontal_markov=horizontal_markov, vertical_markov=vertical_markov,
         tag_parent=tag_parent, split_unary_tags=split_unary_tags, split_in=split_in, split_percent=split_percent,
         rare_threshold=rare_threshold, smooth=smooth, base_signatures=base_signatures, beam=beam,
-        threshold=threshold, merit_threshold=merit_threshold, max_expansions=max_expansions, k=k,
+        threshold=threshold, merit_threshold=merit_threshold, max_expansions=max_expansions,
+        max_length=max_length, k=k,
         tag_mode=tag_mode, tag_bonus=tag_bonus, set_tags=set_tags, store_forest=store_forest,
         spans_key=spans_key)
 
@@ -76,7 +80,11 @@ class ForestParser(Pipe):
     often train the unknown-word signatures; ``smooth``; ``base_signatures``:
     signature model over treebank tags rather than annotated tag states), search (``beam``,
     ``threshold`` posterior pruning, ``merit_threshold`` Viterbi-merit
-    pruning, ``max_expansions``, ``k``), upstream tags (``tag_mode``
+    pruning, ``max_expansions``, ``k``; ``max_length``: a Doc of more
+    tokens gets the flat fallback tree at once, flagged and counted as a
+    fallback, since CKY time grows with the cube of the length: about 5 s
+    and 0.4 GB at 100 tokens with a PTB grammar, a minute and 0.9 GB at
+    200; ``null``: no bound), upstream tags (``tag_mode``
     ``ignore``/``hard``/``soft`` with ``tag_bonus``), and output
     (``set_tags`` overwrites ``token.tag_`` with the parse's tags;
     ``store_forest``; ``spans_key``: the span group that holds the gold
@@ -101,13 +109,18 @@ class ForestParser(Pipe):
         register_extensions()
 
     def _check_cfg(self) -> None:
-        from ..parsing.parser import TAG_MODES
+        """Every setting checked here, so that a bad one fails when the
+        pipeline is built, not at the first parse."""
+        from ..parsing.parser import check_count, check_settings
 
         c = self.cfg
-        if c["tag_mode"] not in TAG_MODES:
-            raise StructPrefError(f"tag_mode must be one of {TAG_MODES}, got {c['tag_mode']!r}")
-        if c["k"] < 1:
-            raise StructPrefError(f"k must be at least 1, got {c['k']}")
+        check_settings(c["beam"], c["threshold"], c["merit_threshold"], c["max_expansions"], c["tag_mode"],
+                       c["tag_bonus"], c["max_length"])
+        check_count("k", c["k"], 1)
+        check_count("rare_threshold", c["rare_threshold"], 0)
+        # a known word's P(T | w) divides by (count + smooth)
+        if not isinstance(c["smooth"], (int, float)) or not 0 <= c["smooth"] < float("inf"):
+            raise StructPrefError(f"smooth must be a finite number of at least 0, got {c['smooth']!r}")
         if not isinstance(c["spans_key"], str) or not c["spans_key"]:
             raise StructPrefError(f"spans_key must be a non-empty string, got {c['spans_key']!r}")
 
@@ -164,7 +177,7 @@ class ForestParser(Pipe):
             self._parser = Parser(self.grammar, beam=c["beam"], threshold=c["threshold"],
                                   merit_threshold=c["merit_threshold"],
                                   max_expansions=c["max_expansions"], tag_mode=c["tag_mode"],
-                                  tag_bonus=c["tag_bonus"])
+                                  tag_bonus=c["tag_bonus"], max_length=c["max_length"])
         return self._parser
 
     def predict(self, docs):
@@ -193,7 +206,7 @@ class ForestParser(Pipe):
             doc._.nbest = [[lp, text] for lp, text in res.nbest]
             doc._.forest = res.forest.to_dict() if res.forest is not None else None
             if res.fallback:
-                doc.user_data[FALLBACK_KEY] = True
+                doc.user_data[FALLBACK_KEY] = res.fallback_reason
             else:
                 doc.user_data.pop(FALLBACK_KEY, None)
 
@@ -203,11 +216,17 @@ class ForestParser(Pipe):
 
     def score(self, examples: Iterable[Example], **kwargs) -> Dict[str, float]:
         """PARSEVAL scores plus ``parse_fallbacks``: how many Docs got the
-        flat fallback tree. The scorer reads the trees of ``spans_key``."""
+        flat fallback tree, and ``parse_too_long``: how many of them for
+        being longer than ``max_length``. The scorer reads the trees of
+        ``spans_key``."""
+        from ..parsing.parser import TOO_LONG
+
         examples = list(examples)
         kwargs["spans_key"] = self.cfg["spans_key"]
         scores = dict(self.scorer(examples, **kwargs)) if self.scorer is not None else {}
-        scores["parse_fallbacks"] = sum(bool(eg.predicted.user_data.get(FALLBACK_KEY)) for eg in examples)
+        flags = [eg.predicted.user_data.get(FALLBACK_KEY) for eg in examples]
+        scores["parse_fallbacks"] = sum(bool(flag) for flag in flags)
+        scores["parse_too_long"] = sum(flag == TOO_LONG for flag in flags)
         return scores
 
     # ------------------------------------------------------- serialisation
@@ -225,6 +244,9 @@ class ForestParser(Pipe):
         from ..parsing.grammar import Grammar
 
         if "cfg" in state:
+            unknown = set(state["cfg"]) - set(self.cfg)
+            if unknown:
+                raise SavedModelError(f"{self.name}: the saved cfg has unknown setting(s) {sorted(unknown)}")
             self.cfg.update(state["cfg"])
             self._check_cfg()
         if "grammar" in state:
@@ -235,8 +257,9 @@ class ForestParser(Pipe):
         return srsly.msgpack_dumps(self._state(exclude))
 
     def from_bytes(self, bytes_data: bytes, *, exclude=tuple()) -> "ForestParser":
-        state = srsly.msgpack_loads(bytes_data)
-        self._load_state({field: value for field, value in state.items() if field not in exclude})
+        with load_errors(self.name):
+            state = srsly.msgpack_loads(bytes_data)
+            self._load_state({field: value for field, value in state.items() if field not in exclude})
         return self
 
     def to_disk(self, path, *, exclude=tuple()) -> None:
@@ -247,6 +270,7 @@ class ForestParser(Pipe):
 
     def from_disk(self, path, *, exclude=tuple()) -> "ForestParser":
         path = check_saved(path, "forest_parser")
-        self._load_state({field: read(path / name) for field, (name, _, read) in FILES.items()
-                          if field not in exclude and (path / name).exists()})
+        with load_errors(f"{self.name} from {path}"):
+            self._load_state({field: read(path / name) for field, (name, _, read) in FILES.items()
+                              if field not in exclude and (path / name).exists()})
         return self

@@ -14,11 +14,70 @@ tree's runs are written once into a dense ``production -> run`` lookup; each
 column tree then scans its own nodes in post-order, so every node pair with
 equal productions is visited exactly once and children are always done
 before parents. Δ values live in a table that is reset only where written.
+
+Every loop comes in two arithmetics, picked at compile time by a fused
+type: ``Linear``, the fast one, and ``Log``, where each value is held as its
+logarithm (sums by log-add-exp), which cannot overflow. Δ grows like a
+product over children (a flat tree of 2,200 children overflows a double at
+λ = 0.4), so the Python side reruns in ``Log`` what came out non-finite.
 """
+from libc.math cimport INFINITY, exp, log1p
 from libc.stdlib cimport calloc, malloc, free
 from libc.string cimport memset
 
 import numpy as np
+
+
+cdef struct Linear:
+    char unused
+
+cdef struct Log:           # values are logarithms: 0 is -inf, products are sums
+    char unused
+
+ctypedef fused Arith:
+    Linear
+    Log
+
+
+cdef inline double zero(Arith ar) noexcept nogil:
+    if Arith is Linear:
+        return 0.0
+    else:
+        return -INFINITY
+
+
+cdef inline double one(Arith ar) noexcept nogil:
+    if Arith is Linear:
+        return 1.0
+    else:
+        return 0.0
+
+
+cdef inline double mul(Arith ar, double x, double y) noexcept nogil:
+    if Arith is Linear:
+        return x * y
+    else:
+        return x + y
+
+
+cdef inline double add(Arith ar, double x, double y) noexcept nogil:
+    cdef double hi, lo
+    if Arith is Linear:
+        return x + y
+    else:
+        hi, lo = (x, y) if x >= y else (y, x)
+        if lo == -INFINITY:
+            return hi
+        return hi + log1p(exp(lo - hi))
+
+
+cdef inline void fill(Arith ar, double* values, size_t n) noexcept nogil:
+    cdef size_t i
+    if Arith is Linear:
+        memset(values, 0, sizeof(double) * n)
+    else:
+        for i in range(n):
+            values[i] = -INFINITY
 
 
 cdef struct Batch:
@@ -65,7 +124,8 @@ ctypedef fused DeltaTable:
     ForestDelta
 
 
-cdef inline double child_delta(const DeltaTable* t, int cu, int cv) noexcept nogil:
+cdef inline double child_delta(const DeltaTable* t, int cu, int cv, double absent) noexcept nogil:
+    # ``absent``: the arithmetic's 0, for a pair whose Δ is not stored
     cdef long lo, hi, mid
     if DeltaTable is DenseDelta:
         return t.table[cv * t.n_a + cu]
@@ -78,14 +138,14 @@ cdef inline double child_delta(const DeltaTable* t, int cu, int cv) noexcept nog
                 lo = mid + 1
             else:
                 hi = mid
-        return t.seg_d[lo] if lo < t.col_off[cv + 1] and t.seg_u[lo] == cu else 0.0
+        return t.seg_d[lo] if lo < t.col_off[cv + 1] and t.seg_u[lo] == cu else absent
     elif DeltaTable is LocalDelta:
-        return t.table[t.local[cu] * t.m + t.local[cv]] if t.prod[cu] == t.prod[cv] else 0.0
+        return t.table[t.local[cu] * t.m + t.local[cv]] if t.prod[cu] == t.prod[cv] else absent
     else:
-        return t.table[cv * t.n1 + cu] if cu >= 0 else 0.0
+        return t.table[cv * t.n1 + cu] if cu >= 0 else absent
 
 
-cdef inline double delta_product(double d, double sigma, const int* kids_a, const int* kids_b, int nk,
+cdef inline double delta_product(Arith ar, double d, double sigma, const int* kids_a, const int* kids_b, int nk,
                                  const DeltaTable* t) noexcept nogil:
     """The Δ recursion for two nodes with equal productions,
     ``Δ(n1, n2) = λ Π_j (σ + Δ(ch_j(n1), ch_j(n2)))`` (Collins & Duffy 2002
@@ -93,10 +153,11 @@ cdef inline double delta_product(double d, double sigma, const int* kids_a, cons
     standing for λ (times the two hyperedges' weights in the forest kernel,
     Zhang et al. 2010). The fused table type picks the Δ lookup at compile
     time: each kernel gets its own inlined loop, with no call through a
-    pointer."""
+    pointer. In ``Log`` arithmetic, d and sigma are logarithms too."""
     cdef int j
+    cdef double absent = zero(ar)
     for j in range(nk):
-        d *= sigma + child_delta(t, kids_a[j], kids_b[j])
+        d = mul(ar, d, add(ar, sigma, child_delta(t, kids_a[j], kids_b[j], absent)))
     return d
 
 
@@ -144,13 +205,13 @@ cdef inline void clear_row(const Batch* A, int a, int* lookup) noexcept nogil:
         lookup[A.run_prod[r]] = -1
 
 
-cdef double pair_kernel(const Batch* A, int a, const Batch* B, int b, double lam, double sigma,
+cdef double pair_kernel(Arith ar, const Batch* A, int a, const Batch* B, int b, double lam, double sigma,
                         Work* w) noexcept nogil:
     """K(A[a], B[b]); A[a]'s runs must be loaded into ``w.lookup``."""
     cdef int base_a = A.node_off[a], na = A.node_off[a + 1] - base_a
     cdef int base_b = B.node_off[b], nb = B.node_off[b + 1] - base_b
     cdef int n2, g2, r, k, n1, g1, nk, k0, idx, nw = 0
-    cdef double d, total = 0.0
+    cdef double d, total = zero(ar)
     cdef double* table = w.table
     cdef DenseDelta delta
     delta.table = table
@@ -165,18 +226,18 @@ cdef double pair_kernel(const Batch* A, int a, const Batch* B, int b, double lam
         for k in range(A.run_start[r], A.run_start[r + 1]):
             n1 = A.order[k]
             g1 = base_a + n1
-            d = delta_product(lam, sigma, &A.kids[A.kid_off[g1]], &B.kids[k0], nk, &delta)
+            d = delta_product(ar, lam, sigma, &A.kids[A.kid_off[g1]], &B.kids[k0], nk, &delta)
             idx = n2 * na + n1
             table[idx] = d
             w.written[nw] = idx
             nw += 1
-            total += d
+            total = add(ar, total, d)
     for k in range(nw):
-        table[w.written[k]] = 0.0
+        table[w.written[k]] = zero(ar)
     return total
 
 
-cdef int work_init(Work* w, int n_prods, int max_a, int max_b) noexcept nogil:
+cdef int work_init(Arith ar, Work* w, int n_prods, int max_a, int max_b) noexcept nogil:
     cdef size_t cells = <size_t>max(max_a, 1) * <size_t>max(max_b, 1)
     cdef int p
     w.lookup = <int*>malloc(sizeof(int) * max(n_prods, 1))
@@ -186,7 +247,7 @@ cdef int work_init(Work* w, int n_prods, int max_a, int max_b) noexcept nogil:
         return -1
     for p in range(n_prods):
         w.lookup[p] = -1
-    memset(w.table, 0, sizeof(double) * cells)
+    fill(ar, w.table, cells)
     return 0
 
 
@@ -204,10 +265,11 @@ def gram_rows(PackedArrays A, PackedArrays B, const int[::1] rows, double lam, d
     disjoint row sets."""
     cdef Batch ba = A.view(), bb = B.view()
     cdef Work w
+    cdef Linear ar
     cdef int n_prods = max(A.max_prod, B.max_prod) + 1
     cdef int i, a, b, nB = B.n_trees
     with nogil:
-        if work_init(&w, n_prods, A.max_nodes, B.max_nodes) != 0:
+        if work_init(ar, &w, n_prods, A.max_nodes, B.max_nodes) != 0:
             work_free(&w)
             with gil:
                 raise MemoryError("kernel workspace")
@@ -215,7 +277,7 @@ def gram_rows(PackedArrays A, PackedArrays B, const int[::1] rows, double lam, d
             a = rows[i]
             load_row(&ba, a, w.lookup)
             for b in range(a if symmetric else 0, nB):
-                out[a, b] = pair_kernel(&ba, a, &bb, b, lam, sigma, &w)
+                out[a, b] = pair_kernel(ar, &ba, a, &bb, b, lam, sigma, &w)
             clear_row(&ba, a, w.lookup)
         work_free(&w)
 
@@ -224,18 +286,42 @@ def self_kernels(PackedArrays A, double lam, double sigma):
     """K(t, t) for every tree of a batch."""
     cdef Batch ba = A.view()
     cdef Work w
+    cdef Linear ar
     cdef int a, n = A.n_trees
     out = np.zeros(n)
     cdef double[::1] o = out
     with nogil:
-        if work_init(&w, A.max_prod + 1, A.max_nodes, A.max_nodes) != 0:
+        if work_init(ar, &w, A.max_prod + 1, A.max_nodes, A.max_nodes) != 0:
             work_free(&w)
             with gil:
                 raise MemoryError("kernel workspace")
         for a in range(n):
             load_row(&ba, a, w.lookup)
-            o[a] = pair_kernel(&ba, a, &ba, a, lam, sigma, &w)
+            o[a] = pair_kernel(ar, &ba, a, &ba, a, lam, sigma, &w)
             clear_row(&ba, a, w.lookup)
+        work_free(&w)
+    return out
+
+
+def log_pair_kernels(PackedArrays A, PackedArrays B, const int[::1] rows, const int[::1] cols,
+                     double log_lam, double log_sigma):
+    """log K(A[rows[i]], B[cols[i]]) for every i, in ``Log`` arithmetic
+    (``log_sigma``: -inf for the subtree kernel)."""
+    cdef Batch ba = A.view(), bb = B.view()
+    cdef Work w
+    cdef Log ar
+    cdef int i, n = rows.shape[0]
+    out = np.empty(n)
+    cdef double[::1] o = out
+    with nogil:
+        if work_init(ar, &w, max(A.max_prod, B.max_prod) + 1, A.max_nodes, B.max_nodes) != 0:
+            work_free(&w)
+            with gil:
+                raise MemoryError("kernel workspace")
+        for i in range(n):
+            load_row(&ba, rows[i], w.lookup)
+            o[i] = pair_kernel(ar, &ba, rows[i], &bb, cols[i], log_lam, log_sigma, &w)
+            clear_row(&ba, rows[i], w.lookup)
         work_free(&w)
     return out
 
@@ -246,7 +332,7 @@ def forest_kernel_sum(
         const int[::1] rule_first, const int[::1] rule_last,
         const int[::1] head2, const int[::1] tail_start2, const int[::1] tails2,
         const int[::1] rule2, const double[::1] q2, const double[::1] mu2,
-        const int[::1] by_head2, int n1, int n2, double lam):
+        const int[::1] by_head2, int n1, int n2, double lam, bint log_space=False):
     """Packed-forest kernel, in the scaled form that cannot underflow:
     ``D(v1, v2) = λ Σ_{rule(e1) = rule(e2)} q(e1) q(e2) Π_j (1 + D(t_j(e1), t_j(e2)))``
     and ``K = Σ μ(v1) μ(v2) D(v1, v2)``.
@@ -254,21 +340,40 @@ def forest_kernel_sum(
     Forest 1's edges are grouped by rule (``by_rule1``; ``rule_first/last``
     give each rule's slice, -1 when absent); forest 2's edges are visited in
     order of their head (``by_head2``), so every D a tail needs is final.
+    ``log_space``: q, μ and λ come as logarithms, and so does K.
     """
+    cdef Linear lin
+    cdef Log lg
+    if log_space:
+        return _forest_kernel_sum(lg, head1, tail_start1, tails1, q1, mu1, by_rule1, rule_first, rule_last,
+                                  head2, tail_start2, tails2, rule2, q2, mu2, by_head2, n1, n2, lam)
+    return _forest_kernel_sum(lin, head1, tail_start1, tails1, q1, mu1, by_rule1, rule_first, rule_last,
+                              head2, tail_start2, tails2, rule2, q2, mu2, by_head2, n1, n2, lam)
+
+
+cdef double _forest_kernel_sum(
+        Arith ar, const int[::1] head1, const int[::1] tail_start1, const int[::1] tails1,
+        const double[::1] q1, const double[::1] mu1, const int[::1] by_rule1,
+        const int[::1] rule_first, const int[::1] rule_last,
+        const int[::1] head2, const int[::1] tail_start2, const int[::1] tails2,
+        const int[::1] rule2, const double[::1] q2, const double[::1] mu2,
+        const int[::1] by_head2, int n1, int n2, double lam) except? -1.0:
     cdef double* D = NULL
     cdef int* stamp = NULL
     cdef int* touched = NULL
     cdef int k, idx, e1, e2 = 0, h1, h2 = -1, cur = -1, r, s1, s2, nt = 0, m, n_rules = rule_first.shape[0]
-    cdef double d, total = 0.0
+    cdef double d, total = zero(ar), absent = zero(ar)
+    cdef size_t cell, cells = <size_t>max(n1, 1) * <size_t>max(n2, 1)
     cdef ForestDelta delta
     with nogil:
-        D = <double*>calloc(<size_t>max(n1, 1) * <size_t>max(n2, 1), sizeof(double))
+        D = <double*>malloc(sizeof(double) * cells)
         stamp = <int*>malloc(sizeof(int) * max(n1, 1))
         touched = <int*>malloc(sizeof(int) * max(n1, 1))
         if D == NULL or stamp == NULL or touched == NULL:
             free(D); free(stamp); free(touched)
             with gil:
                 raise MemoryError(f"forest kernel table of {n1} x {n2} nodes")
+        fill(ar, D, cells)
         delta.table = D
         delta.n1 = n1
         for k in range(n1):
@@ -280,13 +385,14 @@ def forest_kernel_sum(
             if idx == by_head2.shape[0] or h2 != cur:
                 # every edge into `cur` is done: its row of D is final
                 for k in range(nt):
-                    total += mu2[cur] * mu1[touched[k]] * D[<size_t>cur * n1 + touched[k]]
+                    total = add(ar, total, mul(ar, mul(ar, mu2[cur], mu1[touched[k]]),
+                                               D[<size_t>cur * n1 + touched[k]]))
                 nt = 0
                 cur = h2
                 if idx == by_head2.shape[0]:
                     break
             r = rule2[e2]
-            if r >= n_rules or rule_first[r] < 0 or q2[e2] == 0.0:
+            if r >= n_rules or rule_first[r] < 0 or q2[e2] == absent:
                 continue
             s2 = tail_start2[e2]
             m = tail_start2[e2 + 1] - s2
@@ -294,8 +400,10 @@ def forest_kernel_sum(
                 e1 = by_rule1[k]
                 h1 = head1[e1]
                 s1 = tail_start1[e1]
-                d = delta_product(lam * q1[e1] * q2[e2], 1.0, &tails1[s1], &tails2[s2], m, &delta)
-                D[<size_t>h2 * n1 + h1] += d
+                d = delta_product(ar, mul(ar, mul(ar, lam, q1[e1]), q2[e2]), one(ar),
+                                  &tails1[s1], &tails2[s2], m, &delta)
+                cell = <size_t>h2 * n1 + h1
+                D[cell] = add(ar, D[cell], d)
                 if stamp[h1] != h2:
                     stamp[h1] = h2
                     touched[nt] = h1
@@ -307,7 +415,7 @@ def forest_kernel_sum(
 def dag_block(PackedArrays dag1, PackedArrays dag2,
               const int[::1] occ1_off, const int[::1] occ1_tree, const double[::1] occ1_cnt,
               const int[::1] occ2_off, const int[::1] occ2_tree, const double[::1] occ2_cnt,
-              int n_a, int n_b, double lam, double sigma):
+              int n_a, int n_b, double lam, double sigma, bint log_space=False):
     """Kernel block between two hash-consed tree sets.
 
     Each DAG is packed as a single "tree" whose nodes are the distinct
@@ -317,7 +425,21 @@ def dag_block(PackedArrays dag1, PackedArrays dag2,
     dag2, rows ascending, so a child's Δ is found by binary search). Then,
     one dag1 node u at a time, ``r[b] = Σ_v Δ(u, v) c_b(v)`` and
     ``K[a, :] += c_a(u) r`` for every tree a holding u. Returns ``(K, n_pairs)``.
+    ``log_space``: counts, λ and σ come as logarithms, and so does K.
     """
+    cdef Linear lin
+    cdef Log lg
+    if log_space:
+        return _dag_block(lg, dag1, dag2, occ1_off, occ1_tree, occ1_cnt, occ2_off, occ2_tree, occ2_cnt,
+                          n_a, n_b, lam, sigma)
+    return _dag_block(lin, dag1, dag2, occ1_off, occ1_tree, occ1_cnt, occ2_off, occ2_tree, occ2_cnt,
+                      n_a, n_b, lam, sigma)
+
+
+cdef object _dag_block(Arith ar, PackedArrays dag1, PackedArrays dag2,
+                       const int[::1] occ1_off, const int[::1] occ1_tree, const double[::1] occ1_cnt,
+                       const int[::1] occ2_off, const int[::1] occ2_tree, const double[::1] occ2_cnt,
+                       int n_a, int n_b, double lam, double sigma):
     cdef Batch A = dag1.view(), B = dag2.view()
     cdef int U = A.node_off[1], V = B.node_off[1]
     cdef int n_prods = max(dag1.max_prod, dag2.max_prod) + 1
@@ -334,7 +456,7 @@ def dag_block(PackedArrays dag1, PackedArrays dag2,
     cdef int v, u, r, nk, k0, b
     cdef double d, c
     cdef ColumnDelta delta
-    K = np.zeros((n_a, n_b))
+    K = np.full((n_a, n_b), zero(ar))
     cdef double[:, ::1] Kv = K
     with nogil:
         lookup = <int*>malloc(sizeof(int) * max(n_prods, 1))
@@ -377,7 +499,7 @@ def dag_block(PackedArrays dag1, PackedArrays dag2,
             for k in range(A.run_start[r], A.run_start[r + 1]):
                 u = A.order[k]
                 seg_u[pos] = u
-                seg_d[pos] = delta_product(lam, sigma, &A.kids[A.kid_off[u]], &B.kids[k0], nk, &delta)
+                seg_d[pos] = delta_product(ar, lam, sigma, &A.kids[A.kid_off[u]], &B.kids[k0], nk, &delta)
                 pos += 1
                 row_off[u + 1] += 1
         # the same pairs row by row (counting sort on u)
@@ -396,17 +518,17 @@ def dag_block(PackedArrays dag1, PackedArrays dag2,
         for u in range(U):
             if row_off[u] == row_off[u + 1] or occ1_off[u] == occ1_off[u + 1]:
                 continue
-            memset(r_buf, 0, sizeof(double) * n_b)
+            fill(ar, r_buf, n_b)
             for pos in range(row_off[u], row_off[u + 1]):
                 v = row_v[pos]
                 d = row_d[pos]
                 for k in range(occ2_off[v], occ2_off[v + 1]):
-                    r_buf[occ2_tree[k]] += occ2_cnt[k] * d
+                    r_buf[occ2_tree[k]] = add(ar, r_buf[occ2_tree[k]], mul(ar, occ2_cnt[k], d))
             for k in range(occ1_off[u], occ1_off[u + 1]):
                 c = occ1_cnt[k]
                 out_row = &Kv[occ1_tree[k], 0]
                 for b in range(n_b):
-                    out_row[b] += c * r_buf[b]
+                    out_row[b] = add(ar, out_row[b], mul(ar, c, r_buf[b]))
         free(lookup); free(col_off); free(row_off); free(r_buf)
         free(seg_u); free(seg_d); free(row_v); free(row_d)
     return K, nnz
@@ -414,12 +536,23 @@ def dag_block(PackedArrays dag1, PackedArrays dag2,
 
 def dag_self_kernels(const int[::1] prod, const int[::1] kid_off, const int[::1] kids,
                      const int[::1] tree_off, const int[::1] nodes, const double[::1] cnt,
-                     double lam, double sigma):
+                     double lam, double sigma, bint log_space=False):
     """K(a, a) for trees stored in one DAG (node children before parents):
     tree a's distinct DAG nodes are ``nodes[tree_off[a]:tree_off[a + 1]]``,
     ascending, each occurring ``cnt`` times in the tree. Per tree, Δ over
     pairs of its distinct nodes with equal productions, children first;
-    ``K(a, a) = Σ_{u, v} cnt(u) cnt(v) Δ(u, v)``."""
+    ``K(a, a) = Σ_{u, v} cnt(u) cnt(v) Δ(u, v)``. ``log_space``: counts, λ
+    and σ come as logarithms, and so do the results."""
+    cdef Linear lin
+    cdef Log lg
+    if log_space:
+        return _dag_self_kernels(lg, prod, kid_off, kids, tree_off, nodes, cnt, lam, sigma)
+    return _dag_self_kernels(lin, prod, kid_off, kids, tree_off, nodes, cnt, lam, sigma)
+
+
+cdef object _dag_self_kernels(Arith ar, const int[::1] prod, const int[::1] kid_off, const int[::1] kids,
+                              const int[::1] tree_off, const int[::1] nodes, const double[::1] cnt,
+                              double lam, double sigma):
     cdef int n_trees = tree_off.shape[0] - 1, n = prod.shape[0]
     cdef int n_prods = 1, max_m = 0, a, i, m, s, u, v, vi, p, nk, k0u
     cdef int* local = NULL   # DAG node -> position in the current tree's node list
@@ -460,21 +593,21 @@ def dag_self_kernels(const int[::1] prod, const int[::1] kid_off, const int[::1]
                 nxt[i] = head[p]
                 head[p] = i
             delta.m = m
-            total = 0.0
+            total = zero(ar)
             for i in range(m):
                 u = nodes[s + i]
                 k0u = kid_off[u]
                 nk = kid_off[u + 1] - k0u
-                row = 0.0
+                row = zero(ar)
                 vi = head[prod[u]]
                 while vi >= 0:
                     v = nodes[s + vi]
                     # a cell is read for equal productions only, and children's rows come before row i: it was written
-                    d = delta_product(lam, sigma, &kids[k0u], &kids[kid_off[v]], nk, &delta)
+                    d = delta_product(ar, lam, sigma, &kids[k0u], &kids[kid_off[v]], nk, &delta)
                     table[<size_t>i * m + vi] = d
-                    row += cnt[s + vi] * d
+                    row = add(ar, row, mul(ar, cnt[s + vi], d))
                     vi = nxt[vi]
-                total += cnt[s + i] * row
+                total = add(ar, total, mul(ar, cnt[s + i], row))
             o[a] = total
             for i in range(m):
                 head[prod[nodes[s + i]]] = -1

@@ -2,7 +2,8 @@
 a kernel block between two sets computes Δ once per distinct node pair,
 however many trees share the nodes, and a weighted sum over a support set
 folds the weights into its distinct subtrees (Aiolli et al. 2006's DAG
-view of the Collins & Duffy 2002 kernel)."""
+view of the Collins & Duffy 2002 kernel). Values that overflow the fast
+loops are recomputed with logarithms, as in :mod:`.trees`."""
 import numpy as np
 
 from ..errors import StructPrefError
@@ -10,7 +11,7 @@ from ..trees.arrays import INT, TreeArrays
 from ..trees.dag import TreeSetDAG
 from . import _kernels
 from .inputs import check_lambda, check_sigma
-from .trees import pack
+from .trees import cosine, finite_or_raise, log_cosine, log_parameters, pack, with_logs
 
 
 def _packed(dag: TreeSetDAG):
@@ -38,17 +39,40 @@ def dag_nbytes(dag: TreeSetDAG) -> int:
 
 
 def dag_self_kernels(dag: TreeSetDAG, lam: float = 0.4, sigma: float = 1) -> np.ndarray:
-    """K(t, t) of every tree of the set, computed on the DAG and cached per (λ, σ)."""
-    key = ("self_kernels", check_lambda(lam), check_sigma(sigma))
+    """K(t, t) of every tree of the set, computed on the DAG and cached per
+    (λ, σ) (a :class:`StructPrefError` if one is beyond the double range)."""
+    return finite_or_raise(_self_kernels(dag, check_lambda(lam), check_sigma(sigma)), "self-kernel")
+
+
+def _self_kernels(dag: TreeSetDAG, lam: float, sigma: float) -> np.ndarray:
+    """K(t, t), inf where it overflows."""
+    key = ("self_kernels", lam, sigma)
     done = dag.per_tree.get(key, np.zeros(0))
     if len(done) < len(dag):
         tree_of, node, cnt = dag.occurrence_arrays(len(done))
-        order = np.lexsort((node, tree_of))  # each tree's nodes ascending: children first
-        tree_off = _offsets(tree_of, len(dag) - len(done))
-        new = _kernels.dag_self_kernels(*dag.dag_arrays(), tree_off, node[order], cnt[order],
-                                        key[1], key[2])
+        new = _kernels.dag_self_kernels(*dag.dag_arrays(), *_tree_lists(tree_of, node, cnt, len(dag) - len(done)),
+                                        lam, sigma)
         done = dag.per_tree[key] = np.concatenate([done, new])
     return done
+
+
+def _log_self_kernels(dag: TreeSetDAG, lam: float, sigma: float) -> np.ndarray:
+    """log K(t, t), recomputed with logarithms for the trees where K(t, t) overflows."""
+    def exact(bad):
+        trees = np.flatnonzero(bad)
+        tree_of, node, cnt = dag.occurrence_arrays()
+        keep = np.isin(tree_of, trees)
+        lists = _tree_lists(np.searchsorted(trees, tree_of[keep]), node[keep], np.log(cnt[keep]), len(trees))
+        return _kernels.dag_self_kernels(*dag.dag_arrays(), *lists, *log_parameters(lam, sigma), True)
+
+    return with_logs(_self_kernels(dag, lam, sigma), exact)
+
+
+def _tree_lists(tree_of: np.ndarray, node: np.ndarray, cnt: np.ndarray, n_trees: int):
+    """``(tree_off, nodes, cnt)`` as ``_kernels.dag_self_kernels`` reads them:
+    each tree's distinct nodes ascending (children first)."""
+    order = np.lexsort((node, tree_of))
+    return _offsets(tree_of[order], n_trees), node[order], cnt[order]
 
 
 def _check_pair(a: TreeSetDAG, b: TreeSetDAG) -> None:
@@ -69,9 +93,23 @@ def dag_kernel_block(a: TreeSetDAG, b: TreeSetDAG = None, lam: float = 0.4, sigm
     else:
         (pa, occ_a), (pb, occ_b) = _packed(a), _packed(b)
         K, n_pairs = _kernels.dag_block(pa, pb, *occ_a, *occ_b, len(a), len(b), lam, sigma)
-    if normalize:
-        K /= np.sqrt(np.outer(dag_self_kernels(a, lam, sigma), dag_self_kernels(b, lam, sigma)))
+    if not normalize:
+        K = finite_or_raise(K, "kernel")
+    else:
+        da, db = _self_kernels(a, lam, sigma), _self_kernels(b, lam, sigma)
+        if np.isfinite(K).all() and np.isfinite(da).all() and np.isfinite(db).all():
+            K = cosine(K, da, db)
+        else:
+            log_K = with_logs(K, lambda bad: _log_block(a, b, lam, sigma)[bad])
+            K = log_cosine(log_K, _log_self_kernels(a, lam, sigma), _log_self_kernels(b, lam, sigma))
     return (K, n_pairs) if return_pairs else K
+
+
+def _log_block(a: TreeSetDAG, b: TreeSetDAG, lam: float, sigma: float) -> np.ndarray:
+    """log K between the trees of two sets, computed with logarithms."""
+    (pa, (off_a, tree_a, cnt_a)), (pb, (off_b, tree_b, cnt_b)) = _packed(a), _packed(b)
+    return _kernels.dag_block(pa, pb, off_a, tree_a, np.log(cnt_a), off_b, tree_b, np.log(cnt_b), len(a), len(b),
+                              *log_parameters(lam, sigma), True)[0]
 
 
 def _node_weights(dag: TreeSetDAG, weights: np.ndarray, lam: float, sigma: float,
@@ -106,6 +144,9 @@ def dag_weighted_sums(a: TreeSetDAG, weights, b: TreeSetDAG, lam: float = 0.4, s
         raise StructPrefError(f"{len(a)} trees but weights of shape {weights.shape}")
     if not len(a) or not len(b):
         return np.zeros(len(b))
+    if normalize and not (np.isfinite(_self_kernels(a, lam, sigma)).all()
+                          and np.isfinite(_self_kernels(b, lam, sigma)).all()):
+        return _log_weighted_sums(a, weights, b, lam, sigma, normalize)
     node_weight = _node_weights(a, weights, lam, sigma, normalize)
     n = a.n_dag_nodes
     pa, pb = _packed(a)[0], _packed(b)
@@ -113,9 +154,46 @@ def dag_weighted_sums(a: TreeSetDAG, weights, b: TreeSetDAG, lam: float = 0.4, s
     K, _ = _kernels.dag_block(pb[0], pa, *pb[1], np.arange(n + 1, dtype=INT), np.zeros(n, dtype=INT),
                               node_weight, len(b), 1, lam, sigma)
     sums = K[:, 0]
+    if not np.isfinite(sums).all():
+        return _log_weighted_sums(a, weights, b, lam, sigma, normalize)
     if normalize:
-        sums /= np.sqrt(dag_self_kernels(b, lam, sigma))
+        sums /= np.sqrt(_self_kernels(b, lam, sigma))
     return sums
+
+
+def _log_weighted_sums(a: TreeSetDAG, weights: np.ndarray, b: TreeSetDAG, lam: float, sigma: float,
+                       normalize: bool) -> np.ndarray:
+    """:func:`dag_weighted_sums` with logarithms: the positive and the
+    negative weights are folded into two columns of log node weights."""
+    with np.errstate(divide="ignore"):
+        log_w = np.log(np.abs(weights))
+    if normalize:
+        log_w = log_w - _log_self_kernels(a, lam, sigma) / 2
+    off, tree_of, cnt = _packed(a)[1]
+    n = a.n_dag_nodes
+    node = np.repeat(np.arange(n), np.diff(off))
+    terms = np.log(cnt) + log_w[tree_of]
+    columns = [_group_logsumexp(node[side], terms[side], n) for side in (weights[tree_of] > 0, weights[tree_of] < 0)]
+    pa, (pb, (off_b, tree_b, cnt_b)) = _packed(a)[0], _packed(b)
+    L, _ = _kernels.dag_block(pb, pa, off_b, tree_b, np.log(cnt_b), np.arange(0, 2 * n + 1, 2, dtype=INT),
+                              np.tile(np.array([0, 1], dtype=INT), n), np.column_stack(columns).ravel(),
+                              len(b), 2, *log_parameters(lam, sigma), True)
+    if normalize:
+        L -= _log_self_kernels(b, lam, sigma)[:, None] / 2
+    with np.errstate(over="ignore", invalid="ignore"):  # beyond the double range: raised just below
+        sums = np.exp(L[:, 0]) - np.exp(L[:, 1])
+    return finite_or_raise(sums, "kernel sum")
+
+
+def _group_logsumexp(groups: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
+    """``log Σ exp(values)`` per group id in ``range(n)`` (-inf for an empty group)."""
+    top = np.full(n, -np.inf)
+    np.maximum.at(top, groups, values)
+    shift = np.where(np.isfinite(top), top, 0.0)
+    total = np.zeros(n)
+    np.add.at(total, groups, np.exp(values - shift[groups]))
+    with np.errstate(divide="ignore"):
+        return shift + np.log(total)
 
 
 def _offsets(sorted_keys: np.ndarray, n: int) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""Packed-forest kernel (Zhang et al. 2010; SPEC §4) in scaled form.
+"""Packed-forest kernel (Zhang et al. 2010) in scaled form.
 
 With the node posterior μ(v) = α(v)β(v)/β(root) and q(e) = P(e)Πβ(tails)/β(head),
 the spec's Δ' divided by α(v1)α(v2)β(v1)β(v2) is
@@ -7,7 +7,15 @@ the spec's Δ' divided by α(v1)α(v2)β(v1)β(v2) is
 
 (word tails contribute 1) and K_f = Σ μ(v1) μ(v2) D(v1, v2). Every factor
 stays in [0, 1]-ish ranges, so long sentences do not underflow; on a tree
-(q = μ = 1) D is exactly the Collins–Duffy Δ.
+(q = μ = 1) D is exactly the Collins–Duffy Δ, which overflows as a tree's
+does (see :mod:`.trees`): what comes out non-finite is recomputed with
+logarithms.
+
+The kernel table holds n1 × n2 doubles (a forest of 14,000 nodes: 1.5 GB
+and 9 s per kernel), so forests above ``max_nodes`` nodes
+(:data:`MAX_FOREST_NODES` unless given) are refused with an error;
+``forest_parser`` forests of 100 words, its ``max_length``, have about
+8,000.
 """
 from typing import Optional
 
@@ -19,14 +27,23 @@ from ..trees.convert import shared_symbols, to_forest
 from ..trees.forest import Forest
 from . import _kernels
 from .inputs import check_lambda
+from .trees import cosine, finite_or_raise, log_cosine, with_logs
+
+MAX_FOREST_NODES = 10_000
 
 
 class PreparedForest:
-    """A forest with the quantities the kernel loop reads, computed once."""
+    """A forest with the quantities the kernel loop reads, computed once;
+    one of more than ``max_nodes`` nodes is refused (see the module)."""
 
-    def __init__(self, forest: Forest) -> None:
+    def __init__(self, forest: Forest, max_nodes: int = MAX_FOREST_NODES) -> None:
         if not 0 <= forest.root < forest.n_nodes:
             raise StructPrefError("the forest has no root")
+        if forest.n_nodes > max_nodes:
+            raise StructPrefError(
+                f"a forest of {forest.n_nodes} nodes is above max_nodes={max_nodes}: its kernel against a forest "
+                f"of its size needs a table of {forest.n_nodes ** 2 * 8 / 1e9:.1f} GB; prune it harder "
+                "(forest_parser's merit_threshold, or prune_by_merit) or pass a larger max_nodes")
         self.forest = forest
         self.mu = np.ascontiguousarray(np.nan_to_num(forest.node_posterior(), nan=0.0))
         # q is 0/0 under a node of zero inside probability: such edges never count
@@ -34,6 +51,7 @@ class PreparedForest:
         self.by_rule = np.argsort(forest.rule, kind="stable").astype(INT)
         self.by_head = np.argsort(forest.head, kind="stable").astype(INT)
         self._self = {}
+        self._logs = None
 
     def rule_slices(self, n_rules: int):
         first = np.full(n_rules, -1, dtype=INT)
@@ -45,24 +63,56 @@ class PreparedForest:
             last[rules[cut]] = np.r_[cut[1:], len(rules)]
         return first, last
 
+    @property
+    def logs(self):
+        """(log q, log μ), for the kernel's ``Log`` arithmetic."""
+        if self._logs is None:
+            with np.errstate(divide="ignore"):
+                self._logs = (np.log(self.q), np.log(self.mu))
+        return self._logs
+
     def self_kernel(self, lam: float) -> float:
+        """K(f, f), possibly inf: see :meth:`log_self_kernel`."""
         if lam not in self._self:
             self._self[lam] = _forest_kernel(self, self, lam)
         return self._self[lam]
 
+    def log_self_kernel(self, lam: float) -> float:
+        """log K(f, f), exact where K(f, f) overflows."""
+        return float(_log_kernels(np.array([self.self_kernel(lam)]), [(self, self)], lam)[0])
 
-def _forest_kernel(p1: PreparedForest, p2: PreparedForest, lam: float) -> float:
+
+def _forest_kernel(p1: PreparedForest, p2: PreparedForest, lam: float, log_space: bool = False) -> float:
     f1, f2 = p1.forest, p2.forest
     n_rules = int(max(f1.rule.max(initial=-1), f2.rule.max(initial=-1))) + 1
     first, last = p1.rule_slices(n_rules)
+    (q1, mu1), (q2, mu2) = (p1.logs, p2.logs) if log_space else ((p1.q, p1.mu), (p2.q, p2.mu))
     return _kernels.forest_kernel_sum(
-        f1.head, f1.tail_start, f1.tails, p1.q, p1.mu, p1.by_rule, first, last,
-        f2.head, f2.tail_start, f2.tails, f2.rule, p2.q, p2.mu, p2.by_head,
-        f1.n_nodes, f2.n_nodes, lam)
+        f1.head, f1.tail_start, f1.tails, q1, mu1, p1.by_rule, first, last,
+        f2.head, f2.tail_start, f2.tails, f2.rule, q2, mu2, p2.by_head,
+        f1.n_nodes, f2.n_nodes, float(np.log(lam)) if log_space else lam, log_space)
 
 
-def _prepare(item, symbols: SymbolTable) -> PreparedForest:
-    return item if isinstance(item, PreparedForest) else PreparedForest(to_forest(item, symbols))
+def _log_kernels(K: np.ndarray, pairs, lam: float) -> np.ndarray:
+    """log K, recomputed with logarithms for the pairs (in K's flat order) whose value is not finite."""
+    return with_logs(K, lambda bad: [_forest_kernel(*pairs[i], lam, log_space=True)
+                                     for i in np.flatnonzero(bad)])
+
+
+def _normalised(K: np.ndarray, pa, pb, lam: float) -> np.ndarray:
+    """Cosine normalisation of the kernel matrix between two lists of prepared forests."""
+    da = np.array([x.self_kernel(lam) for x in pa])
+    db = np.array([x.self_kernel(lam) for x in pb])
+    if np.isfinite(K).all() and np.isfinite(da).all() and np.isfinite(db).all():
+        return cosine(K, da, db)
+    pairs = [(x, y) for x in pa for y in pb]
+    log_K = _log_kernels(K.ravel(), pairs, lam).reshape(K.shape)
+    return log_cosine(log_K, np.array([x.log_self_kernel(lam) for x in pa]),
+                      np.array([x.log_self_kernel(lam) for x in pb]))
+
+
+def _prepare(item, symbols: SymbolTable, max_nodes: int) -> PreparedForest:
+    return item if isinstance(item, PreparedForest) else PreparedForest(to_forest(item, symbols), max_nodes)
 
 
 def _symbols_of(items, symbols):
@@ -70,34 +120,26 @@ def _symbols_of(items, symbols):
 
 
 def forest_kernel(f1, f2, lam: float = 0.4, normalize: bool = False,
-                  symbols: Optional[SymbolTable] = None) -> float:
+                  symbols: Optional[SymbolTable] = None, max_nodes: int = MAX_FOREST_NODES) -> float:
     """Forest kernel: the expected subset-tree kernel over the trees of two
     packed forests (``Forest``; trees in any accepted form become forests with
-    one edge per node, :class:`PreparedForest` reuses its precomputation)."""
-    lam = check_lambda(lam)
-    symbols = _symbols_of([f1, f2], symbols)
-    p1, p2 = _prepare(f1, symbols), _prepare(f2, symbols)
-    k = _forest_kernel(p1, p2, lam)
-    if normalize:
-        k /= np.sqrt(p1.self_kernel(lam) * p2.self_kernel(lam))
-    return float(k)
+    one edge per node, :class:`PreparedForest` reuses its precomputation).
+    A forest of more than ``max_nodes`` nodes raises (see the module)."""
+    B = None if f2 is f1 else [f2]  # K(f, f) then costs one table, not three
+    return float(forest_gram([f1], B, lam=lam, normalize=normalize, symbols=symbols, max_nodes=max_nodes)[0, 0])
 
 
 def forest_gram(A, B=None, lam: float = 0.4, normalize: bool = True,
-                symbols: Optional[SymbolTable] = None) -> np.ndarray:
+                symbols: Optional[SymbolTable] = None, max_nodes: int = MAX_FOREST_NODES) -> np.ndarray:
     """Forest-kernel matrix between two sequences of forests (or trees)."""
     lam = check_lambda(lam)
     symbols = _symbols_of(list(A) + list(B or []), symbols)
-    pa = [_prepare(x, symbols) for x in A]
-    pb = pa if B is None else [_prepare(x, symbols) for x in B]
+    pa = [_prepare(x, symbols, max_nodes) for x in A]
+    pb = pa if B is None else [_prepare(x, symbols, max_nodes) for x in B]
     K = np.zeros((len(pa), len(pb)))
     for i, x in enumerate(pa):
         for j in range(i if B is None else 0, len(pb)):
-            K[i, j] = _forest_kernel(x, pb[j], lam)
+            K[i, j] = x.self_kernel(lam) if x is pb[j] else _forest_kernel(x, pb[j], lam)
             if B is None:
                 K[j, i] = K[i, j]
-    if normalize:
-        da = np.array([x.self_kernel(lam) for x in pa])
-        db = da if B is None else np.array([x.self_kernel(lam) for x in pb])
-        K /= np.sqrt(np.outer(da, db))
-    return K
+    return _normalised(K, pa, pb, lam) if normalize else finite_or_raise(K, "forest kernel")

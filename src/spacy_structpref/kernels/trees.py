@@ -1,6 +1,13 @@
 """Subset-tree (Collins & Duffy 2002) and subtree (σ = 0, Moschitti 2006)
 kernels, Gram matrices and the composite reranking kernel, on top of the
-Cython loops in ``_kernels``."""
+Cython loops in ``_kernels``.
+
+Kernel values grow like a product over a node's children: a flat tree of
+2,200 children overflows a double at λ = 0.4. What the fast loops return
+non-finite is recomputed with logarithms (``_kernels``' ``Log``
+arithmetic): a normalised kernel (a cosine, in [0, 1]) is then computed
+from the logarithms and is always finite; an unnormalised one that is truly
+beyond the double range raises a :class:`StructPrefError`."""
 from concurrent.futures import ThreadPoolExecutor
 from typing import Dict, List, Optional, Tuple
 
@@ -65,9 +72,24 @@ class TreeBatch:
         return len(self.flat)
 
     def self_kernels(self, lam: float = 0.4, sigma: float = 1) -> np.ndarray:
-        key = (check_lambda(lam), check_sigma(sigma))
+        """K(t, t) of every tree (a :class:`StructPrefError` if one is
+        beyond the double range: :meth:`log_self_kernels` has them all)."""
+        return finite_or_raise(self._self_kernels(check_lambda(lam), check_sigma(sigma)), "self-kernel")
+
+    def _self_kernels(self, lam: float, sigma: float) -> np.ndarray:
+        key = (lam, sigma)
         if key not in self._self:
-            self._self[key] = _kernels.self_kernels(self.packed, key[0], key[1])
+            self._self[key] = _kernels.self_kernels(self.packed, lam, sigma)
+        return self._self[key]
+
+    def log_self_kernels(self, lam: float = 0.4, sigma: float = 1) -> np.ndarray:
+        """log K(t, t) of every tree, exact where K(t, t) overflows."""
+        key = ("log", check_lambda(lam), check_sigma(sigma))
+        if key not in self._self:
+            K = self._self_kernels(key[1], key[2])
+            idx = np.arange(len(self), dtype=INT)
+            self._self[key] = with_logs(K, lambda bad: _kernels.log_pair_kernels(
+                self.packed, self.packed, idx[bad], idx[bad], *log_parameters(key[1], key[2])))
         return self._self[key]
 
 
@@ -164,13 +186,65 @@ def gram(A, B=None, lam: float = 0.4, normalize: bool = True, n_threads: int = 2
     batch_a = _as_batch(A, symbols)
     batch_b = None if B is None else _as_batch(B, batch_a.symbols)
     K = _raw_gram(batch_a, batch_b, lam, sigma, n_threads, progress)
-    if normalize:
-        da = np.diag(K).copy() if batch_b is None else batch_a.self_kernels(lam, sigma)
-        if batch_b is None:
-            batch_a._self.setdefault((lam, sigma), da)
-        db = da if batch_b is None else batch_b.self_kernels(lam, sigma)
-        K /= np.sqrt(np.outer(da, db))
-    return K
+    if not normalize:
+        return finite_or_raise(K, "kernel")
+    if batch_b is None:
+        batch_a._self.setdefault((lam, sigma), np.diag(K).copy())
+    other = batch_a if batch_b is None else batch_b
+    da, db = batch_a._self_kernels(lam, sigma), other._self_kernels(lam, sigma)
+    if np.isfinite(K).all() and np.isfinite(da).all() and np.isfinite(db).all():
+        return cosine(K, da, db)
+    rows, cols = np.indices(K.shape, dtype=INT)
+    log_K = with_logs(K, lambda bad: _kernels.log_pair_kernels(batch_a.packed, other.packed, rows[bad], cols[bad],
+                                                               *log_parameters(lam, sigma)))
+    return log_cosine(log_K, batch_a.log_self_kernels(lam, sigma), other.log_self_kernels(lam, sigma))
+
+
+def log_parameters(lam: float, sigma: float) -> Tuple[float, float]:
+    """λ and σ as the ``Log`` arithmetic of ``_kernels`` takes them."""
+    return float(np.log(lam)), 0.0 if sigma else -np.inf
+
+
+def with_logs(values: np.ndarray, exact_logs) -> np.ndarray:
+    """``log(values)``, where a value is not finite ``exact_logs(mask)``
+    (the logarithms recomputed without overflow for the entries in mask)."""
+    bad = ~np.isfinite(values)
+    with np.errstate(divide="ignore"):
+        out = np.log(np.where(bad, 1.0, values))
+    if bad.any():
+        out[bad] = exact_logs(bad)
+    return out
+
+
+def cosine(K: np.ndarray, da: np.ndarray, db: np.ndarray) -> np.ndarray:
+    """``K[i, j] / sqrt(da[i] db[j])`` from finite values, in [0, 1]: the
+    roots split into mantissa and exponent (the product of two self-kernels
+    underflows at λ = 1e-300; scaling by powers of 2 is exact and keeps a
+    symmetric K symmetric), rounding above 1 clipped (Cauchy–Schwarz), 0
+    for a zero norm."""
+    ma, ea = np.frexp(np.sqrt(da))
+    mb, eb = np.frexp(np.sqrt(db))
+    norm = ma[:, None] * mb[None, :]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = np.ldexp(K, -(ea[:, None] + eb[None, :])) / norm
+    return np.clip(np.where(norm > 0, out, 0.0), 0.0, 1.0)
+
+
+def log_cosine(log_K: np.ndarray, log_da: np.ndarray, log_db: np.ndarray) -> np.ndarray:
+    """:func:`cosine` from the logarithms of K and the self-kernels."""
+    log_norm = log_da[:, None] / 2 + log_db[None, :] / 2
+    with np.errstate(invalid="ignore"):
+        out = np.exp(log_K - log_norm)
+    return np.clip(np.where(np.isfinite(log_norm), out, 0.0), 0.0, 1.0)
+
+
+def finite_or_raise(values, what: str):
+    """``values`` if all finite, else the error that says the kernel left the double range."""
+    if not np.isfinite(values).all():
+        raise StructPrefError(
+            f"a {what} value is beyond the double range (Δ grows like a product over a node's children: "
+            "very wide or repetitive trees): use normalize=True, computed without overflow, or a smaller lam")
+    return values
 
 
 def _has_forest(items) -> bool:

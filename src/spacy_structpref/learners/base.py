@@ -14,7 +14,7 @@ import srsly
 from spacy import util
 
 from ..errors import StructPrefError
-from ..saving import atomic_directory, check_saved
+from ..saving import atomic_directory, check_saved, load_errors
 
 LOSSES = ("setwise", "pairwise")
 
@@ -161,7 +161,8 @@ class PreferenceLearner(ABC):
 
     def from_bytes(self, bytes_data: bytes, *, exclude: Iterable[str] = tuple()) -> "PreferenceLearner":
         """Load what ``to_bytes`` saved (parts it left out keep their state)."""
-        util.from_bytes(bytes_data, {name: put for name, (_, put) in self._parts().items()}, exclude)
+        with load_errors(type(self).__name__):
+            util.from_bytes(bytes_data, {name: put for name, (_, put) in self._parts().items()}, exclude)
         return self
 
     def to_disk(self, path, *, exclude: Iterable[str] = tuple()) -> None:
@@ -176,7 +177,9 @@ class PreferenceLearner(ABC):
     def from_disk(self, path, *, exclude: Iterable[str] = tuple()) -> "PreferenceLearner":
         """Load what ``to_disk`` saved (parts it left out keep their state)."""
         readers = {f"{name}.msgpack": _reader(put) for name, (_, put) in self._parts().items()}
-        util.from_disk(check_saved(path, type(self).__name__), readers, exclude)
+        path = check_saved(path, type(self).__name__)
+        with load_errors(f"{type(self).__name__} from {path}"):
+            util.from_disk(path, readers, exclude)
         return self
 
 

@@ -11,11 +11,12 @@ from typing import Optional, Tuple
 import numpy as np
 from nltk.tree import Tree
 
-from ..errors import StructPrefError
+from ..errors import SavedModelError, StructPrefError
 from ..kernels.composite import reranking_kernel
 from ..kernels.dag import dag_kernel_block, dag_weighted_sums
 from ..kernels.inputs import check_lambda, check_sigma
 from ..trees.arrays import SymbolTable
+from ..trees.brackets import fold
 from ..trees.convert import tree_list
 from ..trees.dag import TreeSetDAG
 
@@ -59,11 +60,11 @@ class TreeKernel:
         return {"kind": "tree", "lam": self.lam, "sigma": self.sigma, "normalize": self.normalize}
 
     def encode(self, items) -> list:
-        """Trees as nested ``[label, child, ...]`` lists (words exact, not escaped)."""
-        return [_nested(t.to_tree()) for t in tree_list(items, self.symbols)]
+        """Trees as flat pre-order lists (words exact, not escaped; see ``_encode_tree``)."""
+        return [_encode_tree(t.to_tree()) for t in tree_list(items, self.symbols)]
 
     def decode(self, data: list) -> list:
-        return [_from_nested(x) for x in data]
+        return [_decode_tree(x) for x in data]
 
 
 class LinearKernel:
@@ -88,7 +89,10 @@ class LinearKernel:
         return np.asarray(items, dtype=float).tolist()
 
     def decode(self, data: list) -> list:
-        return [np.asarray(x, dtype=float) for x in data]
+        rows = [np.asarray(x, dtype=float) for x in data]
+        if any(row.ndim != 1 or len(row) != len(rows[0]) for row in rows):
+            raise SavedModelError("saved feature vectors must be rows of one length")
+        return rows
 
 
 class ScoredTrees(SequenceABC):
@@ -171,9 +175,43 @@ def _log_probabilities(log_p, n: int) -> np.ndarray:
     return log_p
 
 
-def _nested(tree: Tree) -> list:
-    return [tree.label()] + [_nested(k) if isinstance(k, Tree) else k for k in tree]
+def _encode_tree(tree: Tree) -> list:
+    """The tree in pre-order, a node as ``[label, number of children]``, a
+    word as itself: flat, since msgpack refuses nesting past 511 levels."""
+    out, stack = [], [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Tree):
+            out.append([node.label(), len(node)])
+            stack.extend(reversed(node))
+        else:
+            out.append(node)
+    return out
 
 
-def _from_nested(data: list) -> Tree:
-    return Tree(data[0], [_from_nested(k) if isinstance(k, list) else k for k in data[1:]])
+def _decode_tree(data: list) -> Tree:
+    node_item = (list, tuple)  # msgpack may hand sequences back as tuples
+    if data and isinstance(data[0], str):  # saved as nested [label, child, ...] lists before
+        return fold(data, lambda x, kids: x if kids is None else Tree(x[0], kids),
+                    lambda x: x[1:] if isinstance(x, node_item) else None)
+    root = None
+    stack = []  # [node, children still to come]
+    for item in data:
+        is_node = isinstance(item, node_item)
+        if is_node and not (len(item) == 2 and isinstance(item[0], str) and type(item[1]) is int and item[1] > 0):
+            raise SavedModelError(f"a saved tree holds {item!r} where a [label, number of children] node belongs")
+        if root is not None and not stack:
+            raise SavedModelError("a saved tree goes on after its root is complete")
+        node = Tree(item[0], []) if is_node else item
+        if stack:
+            stack[-1][0].append(node)
+            stack[-1][1] -= 1
+        else:
+            root = node
+        if is_node:
+            stack.append([node, item[1]])
+        while stack and not stack[-1][1]:
+            stack.pop()
+    if stack or not isinstance(root, Tree):
+        raise SavedModelError("a saved tree is cut short")
+    return root

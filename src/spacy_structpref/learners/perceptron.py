@@ -27,7 +27,7 @@ from typing import Dict, Hashable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..errors import StructPrefError
+from ..errors import SavedModelError, StructPrefError
 from .base import (LearnerKernel, Parts, PreferenceLearner, Subsequence, candidate_list,
                    check_training_settings, teaching_sets)
 from .metrics import at_least
@@ -230,6 +230,8 @@ class KernelPerceptron(PreferenceLearner):
                 "support": (self._support, self._set_support)}
 
     def _check_cfg(self, cfg: dict) -> None:
+        if not isinstance(cfg.get("kernel"), dict):
+            raise SavedModelError("the saved perceptron's cfg names no kernel (its settings): save it again")
         if cfg["kernel"] != self.kernel.settings():
             raise StructPrefError(f"the saved perceptron was trained with the kernel "
                                   f"{cfg['kernel']}, this one has {self.kernel.settings()}: load it "
@@ -245,10 +247,22 @@ class KernelPerceptron(PreferenceLearner):
     def _set_support(self, data: dict) -> None:
         """Items are prepared by this learner's kernel: tree items intern into
         its SymbolTable, the one to build candidate DAGs with."""
+        counts = data["n_examples"], data["n_updates"]
+        n = len(data["items"])
+        alpha, tau = np.asarray(data["alpha"], dtype=float), np.asarray(data["tau"], dtype=float)
+        if not all(isinstance(c, int) and c >= 0 for c in counts):
+            raise SavedModelError(f"the saved perceptron's example and update counts must be non-negative "
+                                  f"integers, got {counts}")
+        if alpha.shape != (n,) or tau.shape != (n,):
+            raise SavedModelError(f"the saved perceptron support has {n} items but alpha of shape "
+                                  f"{alpha.shape} and tau of shape {tau.shape}: one coefficient each per item")
+        if not (np.isfinite(alpha).all() and np.isfinite(tau).all()):
+            raise SavedModelError("the saved perceptron's coefficients alpha and tau must be finite")
+        items = self.kernel.decode(data["items"])
+        # prepared before the reset: a support that cannot be read leaves the learner as it was
+        chunk = _Chunk(items, self.kernel.prepare(items), [object() for _ in items], alpha, tau) if n else None
         self._reset()
-        self.n_examples, self.n_updates = data["n_examples"], data["n_updates"]
-        if data["items"]:
-            items = self.kernel.decode(data["items"])
-            keys = [object() for _ in items]  # no later update pools with a loaded item
-            self.chunks = [_Chunk(items, self.kernel.prepare(items), keys, data["alpha"], data["tau"])]
+        self.n_examples, self.n_updates = counts
+        if chunk is not None:  # its keys are fresh objects: no later update pools with a loaded item
+            self.chunks = [chunk]
             self._index_last()

@@ -14,6 +14,11 @@ minibatches and trains with the learner's own optimizer, whose parameter
 averages (Polyak averaging) it then predicts and saves with. A pipeline that
 updates with its own optimizer predicts and saves inside
 ``learner.use_params(sgd.averages)``, as spaCy does.
+
+For reranking, ``log_p_input`` gives the network the base parser's log
+probability as ``a·log p + b`` (Menchetti et al. 2005, §6.3.2); sets then
+come with their log probabilities, as
+:class:`~.kernels.ScoredTrees` (trees or a TreeSetDAG, and ``log_p``).
 """
 import random
 from contextlib import nullcontext
@@ -22,7 +27,7 @@ from typing import ContextManager, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 from thinc.api import Model, Optimizer
 
-from ..errors import StructPrefError
+from ..errors import SavedModelError, StructPrefError
 from ..models.recursive import (LabelDAG, RecursiveNet, build_label_dag, concat_label_dags,
                                 label_vocab)
 from .base import Parts, PreferenceLearner, candidate_list, check_training_settings, teaching_sets
@@ -63,13 +68,15 @@ class RecursiveNetLearner(PreferenceLearner):
 
     def __init__(self, width: int = 25, max_children: int = 15, loss: str = "setwise",
                  epochs: int = 12, batch_size: int = 32, optimizer: Optional[Optimizer] = None,
-                 seed: int = 0, progress: Optional[bool] = None):
+                 seed: int = 0, progress: Optional[bool] = None, log_p_input: bool = False,
+                 log_p_a: float = 1.0, log_p_b: float = 0.0):
         check_training_settings(loss, epochs)
         if batch_size < 1:
             raise StructPrefError(f"batch_size must be >= 1, got {batch_size}")
         self.width, self.max_children, self.loss = width, max_children, loss
         self.epochs, self.batch_size, self.seed = epochs, batch_size, seed
         self.optimizer, self.progress = optimizer, progress
+        self.log_p_input, self.log_p_a, self.log_p_b = bool(log_p_input), float(log_p_a), float(log_p_b)
         self.vocab: Optional[Dict[str, int]] = None
         self.model: Optional[Model] = None
         self.losses: List[float] = []  # mean loss per set, per epoch of fit
@@ -79,14 +86,23 @@ class RecursiveNetLearner(PreferenceLearner):
         """An untrained learner with the same settings; the optimizer is
         shared (an optimizer keeps its state per model parameter)."""
         return type(self)(self.width, self.max_children, self.loss, self.epochs, self.batch_size,
-                          optimizer=self.optimizer, seed=self.seed, progress=self.progress)
+                          optimizer=self.optimizer, seed=self.seed, progress=self.progress,
+                          log_p_input=self.log_p_input, log_p_a=self.log_p_a, log_p_b=self.log_p_b)
 
     def _dag(self, sets) -> LabelDAG:
-        return build_label_dag(sets, self.vocab, self.max_children)
+        trees, log_p = zip(*map(_split_scored, sets)) if len(sets) else ((), ())
+        dag = build_label_dag(trees, self.vocab, self.max_children)
+        if self.log_p_input:
+            if any(lp is None for lp in log_p):
+                raise StructPrefError("this network takes the parser's log p as an input: give "
+                                      "each set as ScoredTrees(trees, log_p)")
+            dag.log_p = np.concatenate([np.asarray(lp, dtype=np.float64) for lp in log_p])
+        return dag
 
     def _new_model(self) -> None:
         self.model = RecursiveNet(self.width, self.max_children, len(self.vocab) + 2,
-                                  seed=self.seed).initialize()
+                                  seed=self.seed, log_p_input=self.log_p_input,
+                                  log_p_a=self.log_p_a, log_p_b=self.log_p_b).initialize()
 
     def _trained(self, why: str) -> Model:
         if self.model is None:
@@ -104,7 +120,7 @@ class RecursiveNetLearner(PreferenceLearner):
             sets, gold, order = teaching_sets(sets, gold)
         if not order:
             raise StructPrefError("no preference set with a correct candidate and a rival")
-        self.vocab = label_vocab(candidate_list(sets[i]) for i in order)
+        self.vocab = label_vocab(_split_scored(candidate_list(sets[i]))[0] for i in order)
         self._new_model()
         self.losses = []
         return self
@@ -195,15 +211,25 @@ class RecursiveNetLearner(PreferenceLearner):
     def _cfg(self) -> dict:
         self._trained("nothing to save")
         return {"width": self.width, "max_children": self.max_children, "vocab": self.vocab,
-                "losses": self.losses}
+                "losses": self.losses, **self._log_p_cfg()}
+
+    def _log_p_cfg(self) -> dict:
+        return {"log_p_input": self.log_p_input, "log_p_a": self.log_p_a, "log_p_b": self.log_p_b}
 
     def _set_cfg(self, cfg: dict) -> None:
-        for name in ("width", "max_children"):
+        # saves from before the log p input have none
+        cfg = {"log_p_input": False, "log_p_a": 1.0, "log_p_b": 0.0, **cfg}
+        for name in ("width", "max_children", *self._log_p_cfg()):
             if cfg[name] != getattr(self, name):
                 raise StructPrefError(f"the saved network has {name} = {cfg[name]}, this learner "
                                       f"{getattr(self, name)}: load it into a learner built from "
                                       "the config that trained it")
-        self.vocab, self.losses = cfg["vocab"], cfg["losses"]
+        vocab = cfg["vocab"]
+        if not (all(isinstance(label, str) for label in vocab)
+                and sorted(vocab.values()) == list(range(2, len(vocab) + 2))):
+            raise SavedModelError("the saved label vocabulary must map distinct labels to the ids 2, 3, ... "
+                                  "(after the reserved UNKNOWN and WORD)")
+        self.vocab, self.losses = vocab, cfg["losses"]
         self._new_model()
 
     def _weights(self) -> bytes:
@@ -212,4 +238,25 @@ class RecursiveNetLearner(PreferenceLearner):
             return model.to_bytes()
 
     def _set_weights(self, data: bytes) -> None:
-        self._trained("load its cfg (the label vocabulary) with the weights").from_bytes(data)
+        """The weights, which must have the shapes of the network the saved cfg built."""
+        model = self._trained("load its cfg (the label vocabulary) with the weights")
+        before = _param_shapes(model)
+        model.from_bytes(data)
+        after = _param_shapes(model)
+        if after != before:
+            self._new_model()  # not left holding weights of the wrong shapes
+            raise SavedModelError(f"the saved weights have the shapes {after}, the network its cfg describes "
+                                  f"{before}: the cfg and the weights come from different saves")
+
+
+def _param_shapes(model: Model) -> list:
+    return [(node.name, name, node.get_param(name).shape) for node in model.walk()
+            for name in node.param_names if node.has_param(name)]
+
+
+def _split_scored(candidates) -> Tuple[Sequence, Optional[np.ndarray]]:
+    """``(trees, log_p)`` of a set: a ScoredTrees set carries its log
+    probabilities (``.trees``, ``.log_p``), any other set has none."""
+    if hasattr(candidates, "trees") and hasattr(candidates, "log_p"):
+        return candidates.trees, candidates.log_p
+    return candidates, None

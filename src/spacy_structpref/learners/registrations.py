@@ -62,13 +62,16 @@ def make_kernel_perceptron(kernel: LearnerKernel, loss: str = "setwise", epochs:
 def make_recursive_net_learner(width: int = 25, max_children: int = 15, loss: str = "setwise",
                                epochs: int = 12, batch_size: int = 32,
                                optimizer: Optional[Optimizer] = None, seed: int = 0,
-                               progress: Optional[bool] = None) -> "RecursiveNetLearner":
-    """``optimizer``: what ``fit`` trains with (``update`` takes the caller's)."""
+                               progress: Optional[bool] = None, log_p_input: bool = False,
+                               log_p_a: float = 1.0, log_p_b: float = 0.0) -> "RecursiveNetLearner":
+    """``optimizer``: what ``fit`` trains with (``update`` takes the caller's);
+    ``log_p_input``: the parser's ``log_p_a·log p + log_p_b`` as an input (reranking)."""
     from .recursive import RecursiveNetLearner
 
     return RecursiveNetLearner(width, max_children, loss=loss, epochs=epochs,
                                batch_size=batch_size, optimizer=optimizer, seed=seed,
-                               progress=progress)
+                               progress=progress, log_p_input=log_p_input, log_p_a=log_p_a,
+                               log_p_b=log_p_b)
 
 
 @registry.misc("spacy_structpref.SpecialisedLearner.v1")

@@ -11,8 +11,8 @@ import numpy as np
 import srsly
 from spacy import util
 
-from ..errors import StructPrefError
-from ..saving import atomic_directory, check_saved
+from ..errors import SavedModelError, StructPrefError
+from ..saving import atomic_directory, check_saved, inside, load_errors
 from .base import PreferenceLearner, Subsequence, candidate_list, teaching_sets
 
 
@@ -124,7 +124,8 @@ class SpecialisedLearner:
             self.learners = {key: self.prototype.clone().from_bytes(data, exclude=exclude)
                              for key, data in saved.items()}
 
-        util.from_bytes(bytes_data, {"learners": load}, exclude)
+        with load_errors(type(self).__name__):
+            util.from_bytes(bytes_data, {"learners": load}, exclude)
         return self
 
     def to_disk(self, path, *, exclude: Iterable[str] = tuple()) -> None:
@@ -141,6 +142,12 @@ class SpecialisedLearner:
         """Load what ``to_disk`` saved, each key's learner into a clone of the
         prototype (so clones of a perceptron share its kernel's SymbolTable)."""
         path = check_saved(path, type(self).__name__)
-        self.learners = {key: self.prototype.clone().from_disk(path / name, exclude=exclude)
-                         for key, name in srsly.read_json(path / "learners.json")}
+        with load_errors(f"{type(self).__name__} from {path}"):
+            index = srsly.read_json(path / "learners.json")
+            if not (isinstance(index, list) and all(
+                    isinstance(entry, list) and len(entry) == 2 and all(isinstance(x, str) for x in entry)
+                    for entry in index)) or len({key for key, _ in index}) != len(index):
+                raise SavedModelError(f"{path / 'learners.json'} must list distinct [key, directory] pairs")
+            self.learners = {key: self.prototype.clone().from_disk(inside(path, name), exclude=exclude)
+                             for key, name in index}
         return self

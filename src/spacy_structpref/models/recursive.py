@@ -8,6 +8,12 @@ with a state of size ``width`` (25), one matrix per child position up to
 weights initialised uniformly in ±0.01. ``Ω z(label)`` is a row of the label
 table ``E``.
 
+For reranking (Menchetti et al. 2005, §6.3.2) the base parser's log
+probability, rescaled as ``a·log p(x) + b``, is one more input of the output
+unit: ``U(x) = oᵀ u(root(x)) + v·(a·log p(x) + b)`` (``log_p_input``; the
+DAG carries each candidate's ``log_p``). Its weight ``v`` starts at 1, so
+training starts from the parser's own ranking (scaled by ``a``).
+
 The input is a :class:`LabelDAG`: the candidates of one or more preference
 sets hash-consed into distinct subtrees, so a subtree shared by many
 candidates (most of them, in a set) is computed once, forward and backward.
@@ -15,7 +21,7 @@ Nodes are processed level by level (leaves first), each level with one
 matrix product per child position.
 """
 from dataclasses import dataclass
-from typing import Dict, List, Sequence
+from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 from nltk.tree import Tree
@@ -39,6 +45,7 @@ class LabelDAG:
     levels: List[np.ndarray]  # node ids of height 0, 1, ...
     roots: np.ndarray         # (n_candidates,) int
     set_starts: np.ndarray    # (n_sets + 1,) int
+    log_p: Optional[np.ndarray] = None  # (n_candidates,) float: the parser's log p, for log_p_input
 
     @property
     def n_nodes(self) -> int:
@@ -142,7 +149,8 @@ def build_label_dag(sets: Sequence[Sequence[Tree]], vocab: Dict[str, int],
 
 def concat_label_dags(parts: Sequence[LabelDAG]) -> LabelDAG:
     """One DAG holding the sets of every part, in order (no sharing across
-    parts): a minibatch from sets converted once each."""
+    parts): a minibatch from sets converted once each. Log probabilities
+    are carried when every part has them."""
     offsets = np.cumsum([0] + [p.n_nodes for p in parts])
     children = np.concatenate([np.where(p.children >= 0, p.children + o, -1)
                                for p, o in zip(parts, offsets)])
@@ -150,29 +158,38 @@ def concat_label_dags(parts: Sequence[LabelDAG]) -> LabelDAG:
     roots = np.concatenate([p.roots + o for p, o in zip(parts, offsets)])
     starts = np.cumsum([0] + [len(p.roots) for p in parts])
     set_starts = np.concatenate([[0]] + [p.set_starts[1:] + s for p, s in zip(parts, starts)])
+    with_log_p = [p.log_p is not None for p in parts]
+    if any(with_log_p) and not all(with_log_p):
+        raise StructPrefError("some label DAGs carry log probabilities and some do not")
+    log_p = np.concatenate([p.log_p for p in parts]) if parts and all(with_log_p) else None
     return _label_dag(np.concatenate([p.labels for p in parts]), children, heights, roots,
-                      set_starts.astype(np.int64))
+                      set_starts.astype(np.int64), log_p)
 
 
-def _label_dag(labels, children, heights, roots, set_starts) -> LabelDAG:
+def _label_dag(labels, children, heights, roots, set_starts, log_p=None) -> LabelDAG:
     order = np.argsort(heights, kind="stable")
     bounds = np.searchsorted(heights[order], np.arange(heights.max(initial=-1) + 2))
     levels = [order[bounds[h]:bounds[h + 1]] for h in range(len(bounds) - 1)]
-    return LabelDAG(labels, children, levels, roots, set_starts)
+    return LabelDAG(labels, children, levels, roots, set_starts, log_p)
 
 
 @registry.architectures("spacy_structpref.RecursiveNet.v1")
 def RecursiveNet(width: int = 25, max_children: int = 15, n_labels: int = 2,
-                 init_scale: float = 0.01, seed: int = 0) -> Model[LabelDAG, np.ndarray]:
-    """Utilities ``U(x)`` (one per candidate) of a :class:`LabelDAG`."""
+                 init_scale: float = 0.01, seed: int = 0, log_p_input: bool = False,
+                 log_p_a: float = 1.0, log_p_b: float = 0.0) -> Model[LabelDAG, np.ndarray]:
+    """Utilities ``U(x)`` (one per candidate) of a :class:`LabelDAG`;
+    ``log_p_input`` adds ``v·(log_p_a·log p + log_p_b)`` (the DAG must carry ``log_p``)."""
     if width < 1 or max_children < 1 or n_labels < 2 or init_scale <= 0:
         raise StructPrefError("RecursiveNet needs width >= 1, max_children >= 1, n_labels >= 2 "
                               f"and init_scale > 0, got {width}, {max_children}, {n_labels}, "
                               f"{init_scale}")
-    return Model("recursive_net", _forward, init=_init,
-                 params={"E": None, "W": None, "b": None, "o": None},
+    params = {"E": None, "W": None, "b": None, "o": None}
+    if log_p_input:
+        params["v"] = None
+    return Model("recursive_net", _forward, init=_init, params=params,
                  dims={"nO": width, "nK": max_children, "nV": n_labels},
-                 attrs={"init_scale": init_scale, "seed": seed})
+                 attrs={"init_scale": init_scale, "seed": seed, "log_p_input": bool(log_p_input),
+                        "log_p_a": float(log_p_a), "log_p_b": float(log_p_b)})
 
 
 def _init(model: Model, X=None, Y=None) -> Model:
@@ -181,6 +198,8 @@ def _init(model: Model, X=None, Y=None) -> Model:
     s = model.attrs["init_scale"]
     for name, shape in (("E", (V, H)), ("W", (K, H, H)), ("b", (H,)), ("o", (H,))):
         model.set_param(name, rng.uniform(-s, s, shape).astype("f"))
+    if model.attrs["log_p_input"]:
+        model.set_param("v", np.ones(1, dtype="f"))
     return model
 
 
@@ -203,6 +222,14 @@ def _forward(model: Model, dag: LabelDAG, is_train: bool):
             pre[has] += U[ch[has, k]] @ W[k].T
         U[level] = np.tanh(pre)
     scores = U[dag.roots] @ o
+    log_p_in = None
+    if model.attrs["log_p_input"]:
+        if dag.log_p is None:
+            raise StructPrefError("the network takes a log p input: build the DAG from sets with "
+                                  "log probabilities (ScoredTrees)")
+        log_p_in = (model.attrs["log_p_a"] * np.asarray(dag.log_p, dtype=np.float64)
+                    + model.attrs["log_p_b"]).astype(U.dtype)
+        scores = scores + model.get_param("v")[0] * log_p_in
 
     def backprop(d_scores: np.ndarray) -> LabelDAG:
         d_scores = np.asarray(d_scores, dtype=U.dtype)
@@ -223,6 +250,8 @@ def _forward(model: Model, dag: LabelDAG, is_train: bool):
                 np.add.at(dU, ch[has, k], d_pre[has] @ W[k])
         for name, grad in (("E", dE), ("W", dW), ("b", db), ("o", do)):
             model.inc_grad(name, grad)
+        if log_p_in is not None:
+            model.inc_grad("v", np.array([d_scores @ log_p_in], dtype=U.dtype))
         return dag
 
     return scores, backprop

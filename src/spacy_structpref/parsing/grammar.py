@@ -12,12 +12,14 @@ conventions are what :func:`base_label` and :func:`is_intermediate` rely on.
 """
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Dict, Iterable, List, Tuple
 
 import numpy as np
 from nltk.tree import Tree
 
-from ..errors import StructPrefError
+from ..errors import GrammarError, StructPrefError
+from ..saving import load_errors
 
 SEP = "^"
 INTERMEDIATE = "@"
@@ -151,11 +153,51 @@ class Grammar:
 
     def __post_init__(self):
         self._ids = {s: i for i, s in enumerate(self.states)}
+        self._validate()
         self.base = [base_label(s) for s in self.states]
         self.root = self._ids.get("TOP", -1)
         if self.root < 0:
-            raise StructPrefError("the grammar has no TOP state: training trees must be TOP-rooted (normalize_tree)")
+            raise GrammarError("the grammar has no TOP state: training trees must be TOP-rooted (normalize_tree)")
         self._lex_cache: Dict[Tuple[str, int], Tuple[np.ndarray, np.ndarray]] = {}
+
+    def _validate(self) -> None:
+        """Every id within the states and every probability finite, checked
+        with numpy before the chart (compiled, unchecked) indexes with them."""
+        S = len(self.states)
+        if not all(isinstance(s, str) for s in self.states) or len(self._ids) != S:
+            raise GrammarError("grammar states must be distinct strings")
+        _check_states("binary rule", [x for r in self.binary for x in r[:3]],
+                      np.repeat(np.arange(len(self.binary)), 3), S)
+        _check_probabilities("binary rule", [r[3] for r in self.binary])
+        for i, (states, _) in enumerate(self.chains):
+            if len(states) < 2:
+                raise GrammarError(f"grammar chain rule {i} has {len(states)} state(s); a chain needs 2 or more")
+        _check_states("chain rule", [x for states, _ in self.chains for x in states],
+                      np.repeat(np.arange(len(self.chains)), [len(states) for states, _ in self.chains]), S)
+        _check_probabilities("chain rule", [p for _, p in self.chains])
+        prior = np.fromiter(self.tag_prior, dtype=np.int64, count=len(self.tag_prior))
+        _check_states("tag_prior entry", prior, prior, S)
+        probs = np.fromiter(self.tag_prior.values(), dtype=np.float64, count=len(self.tag_prior))
+        if not np.all(np.isfinite(probs) & (probs > 0)):
+            raise GrammarError("grammar tag_prior probabilities must be finite and positive (the lexicon "
+                               "divides by them)")
+        if "" not in self.tag_sig:
+            raise GrammarError("grammar tag_sig lacks the rare-word distribution (key \"\")")
+        if set(self.word_count) != set(self.tag_word):
+            raise GrammarError("grammar word_count and tag_word must list the same words")
+        for name, table in (("tag_word", self.tag_word), ("tag_sig", self.tag_sig)):
+            tags = np.fromiter(chain.from_iterable(table.values()), dtype=np.int64)
+            unknown = tags[~np.isin(tags, prior)]
+            if len(unknown):
+                raise GrammarError(f"grammar {name} refers to tag state {unknown[0]}, which has no tag_prior "
+                                   f"entry (the grammar has {S} states)")
+            _check_probabilities(name, list(chain.from_iterable(d.values() for d in table.values())))
+        counts = list(self.word_count.values()) + list(self.sig_count.values())
+        if not all(isinstance(c, (int, np.integer)) and c >= 0 for c in counts) or self.n_tokens <= 0:
+            raise GrammarError("grammar word and signature counts must be non-negative integers and "
+                               "n_tokens positive")
+        if not (np.isfinite(self.smooth) and self.smooth >= 0):
+            raise GrammarError(f"grammar smooth must be finite and non-negative, got {self.smooth}")
 
     @property
     def n_states(self) -> int:
@@ -208,16 +250,37 @@ class Grammar:
 
     @classmethod
     def from_dict(cls, d: dict) -> "Grammar":
+        """The grammar :meth:`to_dict` gave; malformed data is a
+        :class:`~..errors.SavedModelError`, inconsistent data a :class:`GrammarError`."""
         def ints(m):
-            return {int(t): p for t, p in m.items()}
-        return cls(
-            annotation=Annotation(**d["annotation"]), states=list(d["states"]),
-            binary=[(int(a), int(b), int(c), float(p)) for a, b, c, p in d["binary"]],
-            chains=[(tuple(int(x) for x in s), float(p)) for s, p in d["chains"]],
-            tag_word={w: ints(m) for w, m in d["tag_word"].items()},
-            tag_sig={w: ints(m) for w, m in d["tag_sig"].items()},
-            tag_prior=ints(d["tag_prior"]), word_count=dict(d["word_count"]),
-            sig_count=dict(d["sig_count"]), n_tokens=int(d["n_tokens"]), smooth=float(d["smooth"]))
+            return {int(t): float(p) for t, p in m.items()}
+
+        with load_errors("a grammar"):
+            return cls(
+                annotation=Annotation(**d["annotation"]), states=list(d["states"]),
+                binary=[(int(a), int(b), int(c), float(p)) for a, b, c, p in d["binary"]],
+                chains=[(tuple(int(x) for x in s), float(p)) for s, p in d["chains"]],
+                tag_word={w: ints(m) for w, m in d["tag_word"].items()},
+                tag_sig={w: ints(m) for w, m in d["tag_sig"].items()},
+                tag_prior=ints(d["tag_prior"]), word_count=dict(d["word_count"]),
+                sig_count=dict(d["sig_count"]), n_tokens=int(d["n_tokens"]), smooth=float(d["smooth"]))
+
+
+def _check_states(what: str, ids, rows, n_states: int) -> None:
+    """State ids ``ids`` (of entries ``rows``: a rule, a chain) within ``range(n_states)``."""
+    ids = np.asarray(ids, dtype=np.int64)
+    bad = np.flatnonzero((ids < 0) | (ids >= n_states))
+    if len(bad):
+        raise GrammarError(f"grammar {what} {rows[bad[0]]} refers to state {ids[bad[0]]}, but the grammar "
+                           f"has {n_states} states")
+
+
+def _check_probabilities(what: str, probs) -> None:
+    p = np.asarray(probs, dtype=np.float64)
+    bad = np.flatnonzero(~(np.isfinite(p) & (p >= 0)))
+    if len(bad):
+        raise GrammarError(f"grammar {what} probability {p[bad[0]]} (entry {bad[0]}) is not a finite "
+                           "non-negative number")
 
 
 def _binarise(label: str, kids: List[str], h: int) -> List[Tuple[str, str, str]]:

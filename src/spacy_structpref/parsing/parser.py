@@ -18,12 +18,13 @@ from nltk.tree import Tree
 
 from ..errors import StructPrefError
 from ..trees.arrays import SymbolTable
-from ..trees.brackets import escape_word, to_bracketed
+from ..trees.brackets import escape_label, escape_word, to_bracketed
 from ..trees.dag import TreeSetDAG
 from ..trees.forest import Forest, ForestBuilder
 from .grammar import Grammar, base_label, is_intermediate
 
 TAG_MODES = ("ignore", "hard", "soft")
+TOO_LONG, NO_PARSE = "too long", "no parse"  # why a ParseResult is a fallback
 
 
 @dataclass
@@ -34,6 +35,31 @@ class ParseResult:
     forest: Optional[Forest]
     nbest: List[Tuple[float, str]]  # (log-probability, bracketed tree), best first
     fallback: bool
+    fallback_reason: str = ""  # TOO_LONG or NO_PARSE when ``fallback``
+
+
+def check_settings(beam: float = 1e-4, threshold: float = 1e-5, merit_threshold: float = 0.0,
+                   max_expansions: int = 2000, tag_mode: str = "ignore", tag_bonus: float = 10.0,
+                   max_length: Optional[int] = None) -> None:
+    """Raise a :class:`StructPrefError` for a search setting that would make
+    every parse fail or fall back (see :class:`Parser`)."""
+    if tag_mode not in TAG_MODES:
+        raise StructPrefError(f"tag_mode must be one of {TAG_MODES}, got {tag_mode!r}")
+    if not all(isinstance(x, (int, float)) and 0 <= x < 1 for x in (beam, threshold, merit_threshold)):
+        raise StructPrefError(f"beam, threshold and merit_threshold must lie in [0, 1), "
+                              f"got {beam!r}, {threshold!r} and {merit_threshold!r}")
+    check_count("max_expansions", max_expansions, 1)
+    # a bonus of 0 would zero the upstream tag's score, a negative one make it negative
+    if not isinstance(tag_bonus, (int, float)) or not 0 < tag_bonus < float("inf"):
+        raise StructPrefError(f"tag_bonus must be a finite number above 0, got {tag_bonus!r}")
+    if max_length is not None:
+        check_count("max_length (None: no bound)", max_length, 1)
+
+
+def check_count(name: str, value, minimum: int) -> None:
+    """Raise a :class:`StructPrefError` unless ``value`` is an integer of at least ``minimum``."""
+    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < minimum:
+        raise StructPrefError(f"{name} must be an integer of at least {minimum}, got {value!r}")
 
 
 class Parser:
@@ -46,19 +72,18 @@ class Parser:
     probable than this fraction of the Viterbi tree's are pruned (Huang
     2008), and inside/outside recomputed on what is left;
     ``max_expansions``: cap on the n-ary edges one node may get when
-    intermediates are expanded (the most probable are kept)."""
+    intermediates are expanded (the most probable are kept);
+    ``max_length``: sentences of more words get the flat fallback tree
+    without a chart (CKY time grows with the cube of the length, memory
+    with its square; None: no bound)."""
 
     def __init__(self, grammar: Grammar, beam: float = 1e-4, threshold: float = 1e-5,
                  merit_threshold: float = 0.0, max_expansions: int = 2000, tag_mode: str = "ignore",
-                 tag_bonus: float = 10.0, symbols: SymbolTable = None):
-        if tag_mode not in TAG_MODES:
-            raise StructPrefError(f"tag_mode must be one of {TAG_MODES}, got {tag_mode!r}")
-        if not (0 <= beam < 1 and 0 <= threshold < 1 and 0 <= merit_threshold < 1):
-            raise StructPrefError(f"beam, threshold and merit_threshold must lie in [0, 1), "
-                                  f"got {beam}, {threshold} and {merit_threshold}")
+                 tag_bonus: float = 10.0, symbols: SymbolTable = None, max_length: Optional[int] = None):
+        check_settings(beam, threshold, merit_threshold, max_expansions, tag_mode, tag_bonus, max_length)
         self.grammar = grammar
         self.beam, self.threshold, self.merit_threshold = beam, threshold, merit_threshold
-        self.max_expansions = max_expansions
+        self.max_expansions, self.max_length = max_expansions, max_length
         self.tag_mode, self.tag_bonus = tag_mode, tag_bonus
         self.symbols = symbols if symbols is not None else SymbolTable()
         g = grammar
@@ -81,18 +106,22 @@ class Parser:
         self._rule_ids: Dict[tuple, int] = {}  # shared by the sentences' ForestBuilders
 
     # --------------------------------------------------------------- lexicon
+    def _lexical_row(self, i: int, word: str, tag: Optional[str]) -> Tuple[np.ndarray, np.ndarray]:
+        """(tag state ids, scores) of word i, upstream ``tag`` applied per ``tag_mode``."""
+        ids, probs = self.grammar.tag_scores(word, i)
+        if tag and self.tag_mode != "ignore":
+            match = np.array([self.labels[t] == tag for t in ids], dtype=bool)
+            if self.tag_mode == "hard" and match.any():
+                ids, probs = ids[match], probs[match]
+            elif self.tag_mode == "soft":
+                probs = np.where(match, probs * self.tag_bonus, probs)
+        return ids, probs
+
     def lexical_scores(self, words: Sequence[str], tags: Sequence[str] = None) -> np.ndarray:
-        g = self.grammar
-        lex = np.zeros((len(words), g.n_states))
+        lex = np.zeros((len(words), self.grammar.n_states))
         for i, w in enumerate(words):
-            ids, probs = g.tag_scores(w, i)
+            ids, probs = self._lexical_row(i, w, tags[i] if tags is not None else None)
             lex[i, ids] = probs
-            if tags is not None and self.tag_mode != "ignore" and tags[i]:
-                match = np.array([self.labels[t] == tags[i] for t in ids], dtype=bool)
-                if self.tag_mode == "hard" and match.any():
-                    lex[i, ids[~match]] = 0.0
-                elif self.tag_mode == "soft":
-                    lex[i, ids[match]] *= self.tag_bonus
         return lex
 
     # ----------------------------------------------------------------- parse
@@ -100,7 +129,8 @@ class Parser:
               with_forest: bool = True) -> ParseResult:
         """Best tree, the k best trees with their log-probabilities and the
         pruned forest; a flat fallback tree (``fallback=True``) when the
-        grammar cannot parse the sentence."""
+        sentence is longer than ``max_length`` (``fallback_reason`` "too
+        long") or the grammar cannot parse it ("no parse")."""
         from . import _chart
 
         words = [str(w) for w in words]
@@ -108,6 +138,8 @@ class Parser:
             raise StructPrefError("cannot parse an empty sentence")
         if tags is not None and len(tags) != len(words):
             raise StructPrefError(f"{len(tags)} tags for {len(words)} words")
+        if self.max_length is not None and len(words) > self.max_length:
+            return self._fallback(words, tags, TOO_LONG)
         lex = self.lexical_scores(words, tags)
         forest = None
         for beam in (self.beam, 0.0):
@@ -115,8 +147,7 @@ class Parser:
             if forest is not None or beam == 0.0:
                 break
         if forest is None:
-            tree = self.fallback_tree(words, lex)
-            return ParseResult(words, tree, float("-inf"), None, [(float("-inf"), to_bracketed(tree))], True)
+            return self._fallback(words, tags, NO_PARSE)
         extractor = KBest(forest, words)
         found = extractor.best(k)
         if not found:  # cannot happen for a forest with a finite root score
@@ -125,12 +156,18 @@ class Parser:
         nbest = [(lp, text) for lp, text, _ in found]
         return ParseResult(words, tree, found[0][0], forest if with_forest else None, nbest, False)
 
-    def fallback_tree(self, words: Sequence[str], lex: np.ndarray) -> Tree:
-        """A flat ``(TOP (S tags...))`` tree with each word's best tag."""
+    def _fallback(self, words: List[str], tags: Optional[Sequence[str]], reason: str) -> ParseResult:
+        tree = self.fallback_tree(words, tags)
+        return ParseResult(words, tree, float("-inf"), None, [(float("-inf"), to_bracketed(tree))], True, reason)
+
+    def fallback_tree(self, words: Sequence[str], tags: Sequence[str] = None) -> Tree:
+        """A flat ``(TOP (S tags...))`` tree with each word's best tag (one
+        word at a time: no chart, no sentence-sized score matrix)."""
         kids = []
         for i, w in enumerate(words):
-            t = int(np.argmax(lex[i])) if lex[i].max() > 0 else -1
-            kids.append(Tree(self.labels[t] if t >= 0 else "NN", [w]))
+            ids, probs = self._lexical_row(i, w, tags[i] if tags is not None else None)
+            best = int(np.argmax(probs)) if len(probs) and probs.max() > 0 else -1
+            kids.append(Tree(self.labels[ids[best]] if best >= 0 else "NN", [w]))
         return Tree("TOP", [Tree("S", kids)])
 
     def _forest(self, _chart, words, lex, beam) -> Optional[Forest]:
@@ -295,6 +332,8 @@ class KBest:
         self._text: Dict[Tuple[int, int], str] = {}
         sym = forest.symbols
         self.label = [sym.labels[x] for x in forest.label.tolist()]
+        written = {lab: escape_label(lab) for lab in set(self.label)}
+        self.label_text = [written[lab] for lab in self.label]
         self.rule = forest.rule.tolist()
 
     def kth(self, v: int, r: int):
@@ -380,7 +419,7 @@ class KBest:
         """Bracketed string of the r-th derivation of v (memoised: k-best
         lists share most of their subtrees)."""
         return self._fold(v, r, lambda e, q, t: escape_word(self._word(e, q, t)),
-                          lambda v, e, kids: "(" + self.label[v] + " " + " ".join(kids) + ")", self._text)
+                          lambda v, e, kids: "(" + self.label_text[v] + " " + " ".join(kids) + ")", self._text)
 
     def tree(self, v: int, r: int) -> Tree:
         return self._fold(v, r, self._word, lambda v, e, kids: Tree(self.label[v], kids), {})

@@ -11,7 +11,7 @@ Label, word and production ids come from a :class:`SymbolTable` shared by all
 the trees that are compared with each other (kernels compare production ids).
 """
 from itertools import islice
-from typing import Dict, Iterable, List, Sequence, Tuple, Union
+from typing import Dict, Iterable, List, NamedTuple, Sequence, Tuple, Union
 
 import numpy as np
 from nltk.tree import Tree
@@ -39,6 +39,15 @@ def _intern_all(ids: dict, items: list, keys: Iterable) -> List[int]:
     return out
 
 
+class ProductionArrays(NamedTuple):
+    """Production i is label ``lhs[i]`` over the child symbols
+    ``syms[sym_off[i]:sym_off[i + 1]]``, ``node_arity[i]`` of them nodes."""
+    lhs: np.ndarray
+    sym_off: np.ndarray
+    syms: np.ndarray
+    node_arity: np.ndarray
+
+
 class SymbolTable:
     """Interns labels, words and productions to dense integer ids.
 
@@ -54,6 +63,8 @@ class SymbolTable:
         self._label_ids: Dict[str, int] = {}
         self._word_ids: Dict[str, int] = {}
         self._prod_ids: Dict[Tuple[int, Tuple[int, ...]], int] = {}
+        self._arrays = ProductionArrays(np.zeros(0, dtype=INT), np.zeros(1, dtype=np.int64),
+                                        np.zeros(0, dtype=INT), np.zeros(0, dtype=np.int64))
 
     def label_id(self, label: str) -> int:
         return _intern(self._label_ids, self.labels, label)
@@ -83,6 +94,22 @@ class SymbolTable:
         rhs = [self.labels[c] if c >= 0 else self.words[-c - 1] for c in kids]
         return f"{self.labels[label]} -> {' '.join(rhs)}"
 
+    def production_arrays(self) -> "ProductionArrays":
+        """The productions as arrays, for checking trees against the table in
+        bulk. Productions are only ever added, so the arrays are extended by
+        the new ones."""
+        done = self._arrays
+        new = self.productions[len(done.lhs):]
+        if new:
+            sizes = np.fromiter((len(kids) for _, kids in new), dtype=np.int64, count=len(new))
+            syms = np.fromiter((c for _, kids in new for c in kids), dtype=INT, count=int(sizes.sum()))
+            nodes = np.bincount(np.repeat(np.arange(len(new)), sizes)[syms >= 0], minlength=len(new))
+            self._arrays = ProductionArrays(
+                np.concatenate([done.lhs, np.fromiter((lab for lab, _ in new), dtype=INT, count=len(new))]),
+                np.concatenate([done.sym_off, done.sym_off[-1] + np.cumsum(sizes)]),
+                np.concatenate([done.syms, syms]), np.concatenate([done.node_arity, nodes]))
+        return self._arrays
+
     def __len__(self) -> int:
         return len(self.productions)
 
@@ -110,7 +137,11 @@ class TreeArrays:
 
     __slots__ = ("label", "prod", "start", "end", "child_start", "children", "n_words", "symbols")
 
-    def __init__(self, label, prod, start, end, child_start, children, n_words, symbols):
+    def __init__(self, label, prod, start, end, child_start, children, n_words, symbols, check: bool = True):
+        """``check``: validate every id against the arrays and ``symbols``
+        (:func:`check_tree_arrays`); only code that built the arrays
+        consistently (:meth:`from_tree`, views of checked
+        :class:`FlatTrees`) skips it."""
         self.label = np.ascontiguousarray(label, dtype=INT)
         self.prod = np.ascontiguousarray(prod, dtype=INT)
         self.start = np.ascontiguousarray(start, dtype=INT)
@@ -119,6 +150,9 @@ class TreeArrays:
         self.children = np.ascontiguousarray(children, dtype=INT)
         self.n_words = int(n_words)
         self.symbols = symbols
+        if check:
+            check_tree_arrays("TreeArrays", np.array([0, len(self.label)]), self.label, self.prod, self.start,
+                              self.end, self.child_start, self.children, np.array([self.n_words]), symbols)
 
     @property
     def n_nodes(self) -> int:
@@ -178,7 +212,7 @@ class TreeArrays:
             if stack:
                 stack[-1][2].append(idx)
                 stack[-1][3].append(lab)
-        return cls(label, prod, start, end, child_start, children, n_words, symbols)
+        return cls(label, prod, start, end, child_start, children, n_words, symbols, check=False)
 
     def to_tree(self, words: Sequence[str] = None) -> Tree:
         """Rebuild an ``nltk.Tree``; words default to the interned production words."""
@@ -207,7 +241,7 @@ class FlatTrees:
                  "_trees")
 
     def __init__(self, node_off, label, prod, start, end, child_off, children, n_words, symbols,
-                 trees: List[TreeArrays] = None):
+                 trees: List[TreeArrays] = None, check: bool = True):
         self.node_off = np.ascontiguousarray(node_off, dtype=np.int64)
         self.label = np.ascontiguousarray(label, dtype=INT)
         self.prod = np.ascontiguousarray(prod, dtype=INT)
@@ -218,6 +252,9 @@ class FlatTrees:
         self.n_words = np.ascontiguousarray(n_words, dtype=np.int64)
         self.symbols = symbols
         self._trees = trees
+        if check:  # see TreeArrays
+            check_tree_arrays("FlatTrees", self.node_off, self.label, self.prod, self.start, self.end,
+                              self.child_off, self.children, self.n_words, symbols)
 
     @classmethod
     def from_trees(cls, trees: Sequence[TreeArrays], symbols: SymbolTable) -> "FlatTrees":
@@ -237,7 +274,7 @@ class FlatTrees:
         if trees:
             child_off[:-1] = np.concatenate([t.child_start[:-1] for t in trees]) + np.repeat(kid_base[:-1], sizes)
         return cls(node_off, cat("label"), cat("prod"), cat("start"), cat("end"), child_off, cat("children"),
-                   [t.n_words for t in trees], symbols, trees)
+                   [t.n_words for t in trees], symbols, trees, check=False)  # each tree was checked
 
     def __len__(self) -> int:
         return len(self.node_off) - 1
@@ -247,13 +284,101 @@ class FlatTrees:
         a, b = int(self.node_off[i]), int(self.node_off[i + 1])
         c = self.child_off[a:b + 1]
         return TreeArrays(self.label[a:b], self.prod[a:b], self.start[a:b], self.end[a:b], c - c[0],
-                          self.children[c[0]:c[-1]], self.n_words[i], self.symbols)
+                          self.children[c[0]:c[-1]], self.n_words[i], self.symbols, check=False)
 
     @property
     def trees(self) -> List[TreeArrays]:
         if self._trees is None:
             self._trees = [self[i] for i in range(len(self))]
         return self._trees
+
+
+def _offsets(what: str, name: str, off: np.ndarray, total: int) -> None:
+    """``off`` rises from 0 to ``total``."""
+    if len(off) == 0 or off[0] != 0 or off[-1] != total or np.any(np.diff(off) < 0):
+        raise StructPrefError(f"{what} array {name!r} must rise from 0 to {total}")
+
+
+def first_bad(what: str, name: str, bad: np.ndarray, values: np.ndarray, why: str) -> None:
+    """Raise a :class:`StructPrefError` naming array ``name`` of ``what`` at
+    its first entry where ``bad`` holds."""
+    where = np.flatnonzero(bad)
+    if len(where):
+        raise StructPrefError(f"{what} array {name!r}: entry {where[0]} ({values[where[0]]}) {why}")
+
+
+def check_tree_arrays(what: str, node_off, label, prod, start, end, child_off, children, n_words,
+                      symbols: SymbolTable) -> None:
+    """Raise a :class:`StructPrefError` naming the array unless the trees
+    (laid out as in :class:`FlatTrees`; one tree: ``node_off = [0, n]``) are
+    consistent, so that the compiled kernels never index out of range:
+    label and production ids in ``symbols``; spans within the words; a
+    node's child references within its tree, node children numbered below
+    their parent; and each node's children those of its production (a tree
+    without words, such as a DAG packed for the kernels, holds node children
+    only, and its labels are not compared). Vectorised: cheap next to
+    building the arrays."""
+    if symbols is None:
+        raise StructPrefError(f"{what} needs the SymbolTable its ids come from")
+    n_trees, n = len(node_off) - 1, len(label)
+    _offsets(what, "node_off", node_off, n)
+    for name, arr in (("prod", prod), ("start", start), ("end", end)):
+        if len(arr) != n:
+            raise StructPrefError(f"{what} array {name!r} has {len(arr)} entries for {n} nodes")
+    if len(child_off) != n + 1:
+        raise StructPrefError(f"{what} array 'child offsets' has {len(child_off)} entries for {n} nodes")
+    _offsets(what, "child offsets", child_off, len(children))
+    if len(n_words) != n_trees or np.any(n_words < 0):
+        raise StructPrefError(f"{what} needs a non-negative word count per tree")
+    first_bad(what, "label", (label < 0) | (label >= len(symbols.labels)), label,
+              f"is not a label id of the SymbolTable ({len(symbols.labels)} labels)")
+    first_bad(what, "prod", (prod < 0) | (prod >= len(symbols.productions)), prod,
+              f"is not a production id of the SymbolTable ({len(symbols.productions)} productions)")
+    tree_of = np.repeat(np.arange(n_trees), np.diff(node_off))
+    words = n_words[tree_of]
+    first_bad(what, "start", (start < 0) | (start > end), start, "is negative or after its span's end")
+    first_bad(what, "end", end > words, end, "lies past the tree's last word")
+    kid_count = np.diff(child_off)
+    owner = np.repeat(np.arange(n), kid_count)
+    local = owner - node_off[tree_of[owner]]  # the parent's id within its tree
+    is_node = children >= 0
+    first_bad(what, "children", is_node & (children >= local), children,
+              "refers to a node not numbered below its parent")
+    first_bad(what, "children", ~is_node & (children < -words[owner]), children,
+              "refers to a word outside its tree's sentence")
+    lhs, sym_off, syms, node_arity = symbols.production_arrays()
+    arity = np.diff(sym_off)
+    has_words = words > 0
+    counted = np.where(has_words, kid_count, np.bincount(owner[is_node], minlength=n))
+    first_bad(what, "children", counted != np.where(has_words, arity[prod], node_arity[prod]), np.arange(n),
+              "(a node) does not have its production's children")
+    # the counts agree, so each child of a tree with words has its production symbol
+    worded = has_words[owner]
+    symbol = np.zeros(len(children), dtype=INT)
+    symbol[worded] = syms[(sym_off[prod[owner]] + np.arange(len(children)) - child_off[owner])[worded]]
+    first_bad(what, "children", worded & (is_node != (symbol >= 0)), children,
+              "is a node where its production has a word, or the reverse")
+    first_bad(what, "label", has_words & (label != lhs[prod]), label, "is not its production's label")
+    kids = worded & is_node
+    kid = np.where(kids, node_off[tree_of[owner]] + children, 0)  # a node child's id among all nodes
+    first_bad(what, "children", kids & (label[kid] != symbol), children,
+              "is a node whose label its parent's production does not have")
+    # a tree: every node but the root the child of one node, every word one leaf, spans from the leaves
+    is_root = np.zeros(n, dtype=bool)
+    is_root[node_off[1:][np.diff(node_off) > 0] - 1] = True
+    parents = np.bincount(kid[kids], minlength=n)
+    first_bad(what, "children", has_words & (parents != ~is_root), np.arange(n),
+              "(a node) is not the child of exactly one node (the root: of none)")
+    word_off = np.concatenate([[0], np.cumsum(n_words)])
+    leaves = np.bincount((word_off[tree_of[owner]] - children - 1)[worded & ~is_node], minlength=word_off[-1])
+    first_bad(what, "children", leaves != 1, leaves, "(a word's leaves) is not exactly one leaf per word")
+    first, last = child_off[:-1][kid_count > 0], child_off[1:][kid_count > 0] - 1
+    span = np.zeros((2, n), dtype=np.int64)
+    span[:, kid_count > 0] = (np.where(kids[first], start[kid[first]], -children[first] - 1),
+                              np.where(kids[last], end[kid[last]], -children[last]))
+    first_bad(what, "start", has_words & (kid_count > 0) & (start != span[0]), start,
+              "is not its first child's start")
+    first_bad(what, "end", has_words & (kid_count > 0) & (end != span[1]), end, "is not its last child's end")
 
 
 def trees_to_arrays(trees: Iterable[Tree], symbols: SymbolTable = None) -> List[TreeArrays]:

@@ -1,12 +1,13 @@
 """Reading and writing bracketed trees, with errors that say where they break.
 
-Words are written with the Penn Treebank's escapes, so that any token can be
-written and read back: ``(`` becomes ``-LRB-``, ``)`` ``-RRB-`` and whitespace
-``_`` (spaCy has whitespace tokens). The escape cannot be undone from the text
-alone; :func:`restore_words` puts the original words back by position.
+Words and labels are written with the Penn Treebank's escapes, so that any
+token can be written and read back: ``(`` becomes ``-LRB-``, ``)`` ``-RRB-``
+and whitespace ``_`` (spaCy has whitespace tokens). The escape cannot be
+undone from the text alone; :func:`restore_words` puts the original words
+back by position.
 """
 import re
-from typing import List, Optional, Sequence
+from typing import Callable, List, Optional, Sequence
 
 import numpy as np
 from nltk.tree import Tree
@@ -50,7 +51,8 @@ def parse_bracketed(text: str) -> Tree:
                 raise BracketError(f"unbalanced ')' at token {i} of {text[:80]!r}")
             label, kids = stack.pop()
             if not kids:
-                raise BracketError(f"constituent {label or '(unlabeled)'!r} has no children")
+                raise BracketError(f"constituent {label or '(unlabeled)'!r} has no children "
+                                   "(normalize_tree removes empty constituents)")
             node = Tree(label, kids)
             if stack:
                 stack[-1][1].append(node)
@@ -104,30 +106,105 @@ def bracketed_to_arrays(texts: Sequence[str], symbols: Optional[SymbolTable] = N
                      read["child_off"], read["children"], read["n_words"], symbols)
 
 
-_SPACE = re.compile(r"\s+")
+_SPACE = re.compile(r"\s+")  # str.split's whitespace: what _tokenize breaks on
 
 
 def escape_word(word: str) -> str:
     """A word as it can stand in a bracketed tree: brackets as ``-LRB-`` /
-    ``-RRB-``, whitespace runs as ``_``."""
-    return _SPACE.sub("_", str(word)).replace("(", "-LRB-").replace(")", "-RRB-")
+    ``-RRB-``, whitespace runs as ``_``. The empty word cannot be written
+    (it would vanish from the text): a :class:`BracketError`."""
+    word = str(word)
+    if not word:
+        raise BracketError("an empty word cannot be written in a bracketed tree")
+    return _SPACE.sub("_", word).replace("(", "-LRB-").replace(")", "-RRB-")
+
+
+def escape_label(label: str) -> str:
+    """A label escaped as words are (:func:`escape_word`), so that it stays
+    one token; the empty label (PTB's outer bracket) stays empty."""
+    return escape_word(label) if label != "" else ""
+
+
+def fold(root, combine: Callable, children: Callable = None):
+    """``combine(node, results)`` bottom-up over a tree, children before
+    parents, ``results`` being the children's values in order (None for a
+    leaf); ``children(node)`` gives a node's children, None for a leaf
+    (default: an nltk Tree's, a non-Tree being a leaf). Runs on an explicit
+    stack: trees of any depth need no raised recursion limit."""
+    children = children or _tree_children
+    kids = children(root)
+    if kids is None:
+        return combine(root, None)
+    stack = [(root, iter(kids), [])]
+    while True:
+        node, it, done = stack[-1]
+        for kid in it:
+            sub = children(kid)
+            if sub is None:
+                done.append(combine(kid, None))
+            else:
+                stack.append((kid, iter(sub), []))
+                break
+        else:
+            stack.pop()
+            value = combine(node, done)
+            if not stack:
+                return value
+            stack[-1][2].append(value)
+
+
+def _tree_children(node):
+    return node if isinstance(node, Tree) else None
 
 
 def to_bracketed(tree: Tree) -> str:
-    """One-line bracketed form of a tree, words escaped (:func:`escape_word`):
-    :func:`parse_bracketed` reads it back with the same structure and labels."""
+    """One-line bracketed form of a tree, labels and words escaped
+    (:func:`escape_label`, :func:`escape_word`). :func:`parse_bracketed`
+    reads it back as the same tree with escaped labels and words (exactly
+    the tree when they need no escape). What cannot be written raises a
+    :class:`BracketError`: a constituent without children (as Floresta's
+    ``(--)``; :func:`normalize_tree` removes them), an empty word, and an
+    empty label before a word (which would read back as the label)."""
     if not isinstance(tree, Tree):
         return escape_word(tree)
-    return "(" + tree.label() + " " + " ".join(to_bracketed(k) for k in tree) + ")"
+    out = []
+    stack = [iter([tree])]
+    while stack:
+        kid = next(stack[-1], None)
+        if kid is None:
+            stack.pop()
+            if stack:
+                out[-1] += ")"
+        elif isinstance(kid, Tree):
+            if not len(kid):
+                raise BracketError(f"constituent {kid.label()!r} has no children: a bracketed tree cannot hold "
+                                   "an empty constituent (normalize_tree removes them)")
+            label = escape_label(kid.label())
+            if not label and not isinstance(kid[0], Tree):
+                raise BracketError(f"a constituent with an empty label cannot start with a word ({kid[0]!r}): "
+                                   "the word would read back as its label")
+            out.append("(" + label)
+            stack.append(iter(kid))
+        else:
+            out.append(escape_word(kid))
+    return " ".join(out)
 
 
 def restore_words(tree: Tree, words: Sequence[str]) -> Tree:
     """A copy of ``tree`` whose leaves, in order, are ``words`` (undoes the
     escaping of a tree read back from :func:`to_bracketed`)."""
-    n_leaves = len(tree.leaves())
+    words = list(words)
+    it = iter(words)
+    n_leaves = 0
+
+    def combine(node, kids):
+        nonlocal n_leaves
+        if kids is not None:
+            return Tree(node.label(), kids)
+        n_leaves += 1
+        return next(it, node)
+
+    out = fold(tree, combine)
     if n_leaves != len(words):
         raise BracketError(f"the tree has {n_leaves} words but {len(words)} were given")
-    out = tree.copy(deep=True)
-    for word, position in zip(words, out.treepositions("leaves")):
-        out[position] = word
     return out

@@ -7,13 +7,13 @@ a unary chain as several spans of the same extent, outermost first.
 ``DocBin`` keeps order, duplicates and labels, so nothing else needs saving.
 The ``._`` attributes are getters over the :data:`SPANS_KEY` group.
 """
-from typing import List, Optional, Tuple
+from typing import Iterator, List, Optional, Tuple
 
 from nltk.tree import Tree
 from spacy.tokens import Doc, Span
 
 from ..errors import StructPrefError, TreeDocMismatch
-from .brackets import parse_bracketed, restore_words
+from .brackets import fold, parse_bracketed, restore_words
 
 SPANS_KEY = "constituents"
 MISSING_TAG = "X"  # preterminal label for a token that has no tag
@@ -38,34 +38,41 @@ def register_extensions() -> None:
 # ---------------------------------------------------------------- tree → Doc
 def _preterminals(tree: Tree) -> List[Tuple[str, str]]:
     out = []
-    for sub in tree.subtrees():
+    stack = [tree]  # pre-order on an explicit stack: deep trees need no raised recursion limit
+    while stack:
+        sub = stack.pop()
         words = [k for k in sub if not isinstance(k, Tree)]
-        if not words:
-            continue
-        if len(sub) != 1:
-            raise StructPrefError(
-                f"word(s) {words!r} under {sub.label()!r} are not the only child of a preterminal; "
-                "every word needs its own preterminal (POS tag) node")
-        out.append((words[0], sub.label()))
+        if words:
+            if len(sub) != 1:
+                raise StructPrefError(
+                    f"word(s) {words!r} under {sub.label()!r} are not the only child of a preterminal; "
+                    "every word needs its own preterminal (POS tag) node")
+            out.append((words[0], sub.label()))
+        else:
+            stack.extend(reversed(sub))
     return out
 
 
 def constituent_spans(tree: Tree) -> List[Tuple[int, int, str]]:
     """``(start, end, label)`` for every non-preterminal node, in pre-order."""
     out: List[Tuple[int, int, str]] = []
-
-    def walk(node: Tree, start: int) -> int:
-        if len(node) == 1 and not isinstance(node[0], Tree):
-            return start + 1  # preterminal
-        idx = len(out)
-        out.append((start, -1, node.label()))
-        pos = start
-        for kid in node:
-            pos = walk(kid, pos)
-        out[idx] = (start, pos, node.label())
-        return pos
-
-    walk(tree, 0)
+    pos = 0
+    # (index in out of an open node, its remaining children), on an explicit stack
+    stack: List[Tuple[Optional[int], Iterator]] = [(None, iter([tree]))]
+    while stack:
+        idx, kids = stack[-1]
+        for kid in kids:
+            if not isinstance(kid, Tree) or len(kid) == 1 and not isinstance(kid[0], Tree):
+                pos += 1  # a preterminal (or a stray word)
+            else:
+                out.append((pos, -1, kid.label()))
+                stack.append((len(out) - 1, iter(kid)))
+                break
+        else:
+            stack.pop()
+            if idx is not None:
+                start, _, label = out[idx]
+                out[idx] = (start, pos, label)
     return out
 
 
@@ -134,14 +141,16 @@ def _structure(doc: Doc, spans_key: str = SPANS_KEY) -> List[_Node]:
     return nodes
 
 
-def _node_to_tree(node: _Node, doc: Doc) -> Tree:
+def _node_to_tree(node: _Node, built: List[Tree], doc: Doc) -> Tree:
+    """The tree of ``node``, its child nodes' trees ``built``: the tokens
+    between them become preterminals."""
     kids: List[Tree] = []
     pos = node.start
-    for kid in node.kids + [None]:
+    for kid, sub in zip(node.kids + [None], built + [None]):
         upto = kid.start if kid is not None else node.end
         kids.extend(Tree(doc[i].tag_ or MISSING_TAG, [doc[i].text]) for i in range(pos, upto))
         if kid is not None:
-            kids.append(_node_to_tree(kid, doc))
+            kids.append(sub)
             pos = kid.end
     tree = None
     for label in reversed(node.labels):
@@ -158,7 +167,7 @@ def doc_to_tree(doc: Doc, spans_key: str = SPANS_KEY) -> Optional[Tree]:
     root = nodes[0]
     if (root.start, root.end) != (0, len(doc)):
         raise StructPrefError(f"the root constituent spans [{root.start}:{root.end}), not the whole Doc of {len(doc)} tokens")
-    return _node_to_tree(root, doc)
+    return fold(root, lambda node, built: _node_to_tree(node, built, doc), lambda node: node.kids)
 
 
 def nbest_trees(doc: Doc) -> List[Tuple[float, Tree]]:

@@ -23,7 +23,7 @@ import numpy as np
 from nltk.tree import Tree
 
 from ..errors import StructPrefError
-from .arrays import INT, SymbolTable, TreeArrays
+from .arrays import INT, SymbolTable, TreeArrays, first_bad
 
 
 class Forest:
@@ -82,8 +82,36 @@ class Forest:
         bad = owner[self.tails < -self.n_words]
         if len(bad):
             raise StructPrefError(f"hyperedge {bad[0]} refers to a word outside the sentence")
-        if np.any(self.prob < 0):
-            raise StructPrefError("hyperedge probabilities must be non-negative")
+        if not np.all(np.isfinite(self.prob) & (self.prob >= 0)):
+            raise StructPrefError("hyperedge probabilities must be finite and non-negative")
+        self._validate_ids(owner)
+
+    def _validate_ids(self, owner: np.ndarray) -> None:
+        """Every id against ``symbols`` and the sentence, and each
+        hyperedge's tails those of its rule, so that the compiled kernels
+        never index out of range (vectorised, as :meth:`_validate`)."""
+        what, sym = "Forest", self.symbols
+        if sym is None:
+            raise StructPrefError("a Forest needs the SymbolTable its ids come from")
+        first_bad(what, "label", (self.label < 0) | (self.label >= len(sym.labels)), self.label,
+                  f"is not a label id of the SymbolTable ({len(sym.labels)} labels)")
+        first_bad(what, "rule", (self.rule < 0) | (self.rule >= len(sym.productions)), self.rule,
+                  f"is not a production id of the SymbolTable ({len(sym.productions)} productions)")
+        first_bad(what, "start", (self.start < 0) | (self.start > self.end), self.start,
+                  "is negative or after its span's end")
+        first_bad(what, "end", self.end > self.n_words, self.end, "lies past the sentence's last word")
+        first_bad(what, "state", self.state < -1, self.state, "is not a parser state (or -1)")
+        lhs, sym_off, syms, _ = sym.production_arrays()
+        first_bad(what, "rule", lhs[self.rule] != self.label[self.head], self.rule,
+                  "is a production of another label than its head node's")
+        first_bad(what, "tail_start", np.diff(self.tail_start) != np.diff(sym_off)[self.rule],
+                  np.arange(self.n_edges), "(a hyperedge) does not have its rule's number of tails")
+        # the counts agree, so each tail has its rule's symbol
+        symbol = syms[sym_off[self.rule[owner]] + np.arange(len(self.tails)) - self.tail_start[owner]]
+        first_bad(what, "tails", (self.tails >= 0) != (symbol >= 0), self.tails,
+                  "is a node where its rule has a word, or the reverse")
+        first_bad(what, "tails", (self.tails >= 0) & (self.label[np.maximum(self.tails, 0)] != symbol), self.tails,
+                  "is a node whose label its hyperedge's rule does not have")
 
     # ------------------------------------------------------------- structure
     @property

@@ -1,8 +1,10 @@
-"""Tree normalisation as is standard for parsing work (SPEC §2)."""
+"""Tree normalisation as is standard for parsing work (Collins 1999; Klein & Manning 2003)."""
 import re
 from typing import Optional
 
 from nltk.tree import Tree
+
+from .brackets import fold
 
 TOP = "TOP"
 # Labels that start with '-' (-NONE-, -LRB-, -RRB-) are kept as they are.
@@ -17,22 +19,20 @@ def strip_function_tags(label: str) -> str:
     return m.group(1) if m else label
 
 
-def _strip(node) -> Optional[Tree]:
-    if not isinstance(node, Tree):
+def _strip(node, kids) -> Optional[Tree]:
+    if kids is None:  # a word
         return node
     if node.label() == "-NONE-":
         return None
-    kids = [k for k in (_strip(c) for c in node) if k is not None]
-    if not kids:
-        return None
-    return Tree(strip_function_tags(node.label()), kids)
+    kids = [k for k in kids if k is not None]
+    return Tree(strip_function_tags(node.label()), kids) if kids else None
 
 
 def normalize_tree(tree: Tree) -> Tree:
     """Delete ``-NONE-`` leaves and emptied constituents, strip function tags
     and indices, and root the tree in ``TOP`` (PTB's unlabeled outer bracket
     becomes ``TOP``; a tree without one gets a ``TOP`` above its root)."""
-    out = _strip(tree)
+    out = fold(tree, _strip)
     if out is None:
         raise ValueError("the tree has no words left after removing -NONE- elements")
     if out.label() in ("", TOP):

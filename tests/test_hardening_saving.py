@@ -1,0 +1,484 @@
+"""Loading refuses what it cannot trust, and arrays reach the compiled code
+only when every id in them is in range (issue #14): damaged, crafted or
+inconsistent model files give a StructPrefError naming the problem, never a
+crash and never a silent load; components used before they are ready say
+so. Ends with a bounded fuzz of model loading."""
+import hashlib
+import json
+import shutil
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+import pytest
+import spacy
+import srsly
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from nltk.tree import Tree
+from spacy.training import Example
+from thinc.api import Adam
+
+import spacy_structpref.components.distro_tagger  # noqa: F401
+import spacy_structpref.components.forest_parser  # noqa: F401
+from spacy_structpref.errors import GrammarError, SavedModelError, StructPrefError, TaggerError
+from spacy_structpref.kernels import tree_kernel
+from spacy_structpref.learners import (KernelPerceptron, LinearKernel, RecursiveNetLearner,
+                                       SpecialisedLearner, TreeKernel)
+from spacy_structpref.parsing.grammar import Grammar
+from spacy_structpref.saving import MARKER
+from spacy_structpref.trees import Forest, SymbolTable, TreeArrays, parse_bracketed, tree_to_doc
+from spacy_structpref.trees.arrays import FlatTrees
+
+from strategies import trees
+
+TREES = ["(TOP (S (NP (DT The) (NN dog)) (VP (VBZ barks)) (. .)))",
+         "(TOP (S (NP (DT A) (NN cat)) (VP (VBZ sleeps) (PP (IN on) (NP (DT the) (NN mat)))) (. .)))"]
+SETS = [[parse_bracketed(t) for t in TREES], [parse_bracketed(TREES[1]), parse_bracketed(TREES[0])]]
+
+
+def _pipeline():
+    nlp = spacy.blank("en")
+    nlp.add_pipe("distro_tagger")
+    nlp.add_pipe("forest_parser")
+    golds = [tree_to_doc(nlp.vocab, parse_bracketed(t)) for t in TREES]
+    nlp.initialize(lambda: [Example(nlp.make_doc(g.text), g) for g in golds])
+    return nlp
+
+
+def _rnn():
+    return RecursiveNetLearner(width=4, max_children=3, epochs=2, optimizer=Adam(0.01))
+
+
+@lru_cache(maxsize=None)
+def _nlp():
+    """One Language to make components with (spacy.blank per load is slow)."""
+    return spacy.blank("en")
+
+
+# an empty object of each kind, to load into
+MAKERS = {
+    "forest_parser": lambda: _nlp().create_pipe("forest_parser"),
+    "distro_tagger": lambda: _nlp().create_pipe("distro_tagger"),
+    "perceptron": lambda: KernelPerceptron(TreeKernel()),
+    "linear": lambda: KernelPerceptron(LinearKernel()),
+    "rnn": _rnn,
+    "specialised": lambda: SpecialisedLearner(KernelPerceptron(TreeKernel())),
+}
+
+
+def load(name: str, path: Path):
+    return MAKERS[name]().from_disk(path)
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory) -> dict:
+    """A small trained thing of each kind, saved once: name -> directory."""
+    root = tmp_path_factory.mktemp("saved")
+    nlp = _pipeline()
+    nlp.get_pipe("forest_parser").to_disk(root / "forest_parser")
+    nlp.get_pipe("distro_tagger").to_disk(root / "distro_tagger")
+    KernelPerceptron(TreeKernel()).fit(SETS, [0, 0]).to_disk(root / "perceptron")
+    KernelPerceptron(LinearKernel()).fit([np.eye(3), np.eye(3)[::-1]], [0, 1]).to_disk(root / "linear")
+    _rnn().fit(SETS, [0, 0]).to_disk(root / "rnn")
+    spec = SpecialisedLearner(KernelPerceptron(TreeKernel())).fit(SETS * 2, [0, 0, 1, 1], ["a", "a", "b", "b"])
+    spec.to_disk(root / "specialised")
+    return {name: root / name for name in MAKERS}
+
+
+@pytest.fixture
+def copy(saved, tmp_path):
+    """A fresh copy of a saved directory, to damage."""
+    def make(name: str) -> Path:
+        return Path(shutil.copytree(saved[name], tmp_path / name))
+    return make
+
+
+def resign(path: Path) -> None:
+    """Recompute the marker's checksums: a crafted file, consistent with its
+    marker, so that what is tested is the loader's own checks."""
+    marker = json.loads((path / MARKER).read_text())
+    marker["files"] = {name: hashlib.sha256((path / name).read_bytes()).hexdigest() for name in marker["files"]}
+    (path / MARKER).write_text(json.dumps(marker))
+
+
+def edit_msgpack(path: Path, edit) -> None:
+    data = srsly.read_msgpack(path)
+    edit(data)
+    srsly.write_msgpack(path, data)
+
+
+def test_everything_saved_loads(saved):
+    for name in MAKERS:
+        load(name, saved[name])
+
+
+# -- 1. ids out of range never reach the compiled code ------------------------------------------
+@pytest.mark.parametrize("column, offset", [(0, 1000), (1, 1000), (2, 1), (0, 0)])
+def test_grammar_rule_past_the_states_is_refused(copy, column, offset):
+    path = copy("forest_parser")
+
+    def edit(g):
+        g["binary"][0][column] = len(g["states"]) + offset
+
+    edit_msgpack(path / "grammar.msgpack", edit)
+    resign(path)
+    with pytest.raises(GrammarError, match=r"binary rule 0 refers to state \d+, but the grammar has \d+ states"):
+        load("forest_parser", path)
+
+
+@pytest.mark.parametrize("edit, match", [
+    (lambda g: g["chains"][0][0].__setitem__(0, -1), "chain rule 0 refers to state -1"),
+    (lambda g: g["tag_prior"].pop(next(iter(g["tag_prior"]))), "tag_word refers to tag state .* no tag_prior"),
+    (lambda g: g["tag_sig"].pop(""), "rare-word distribution"),
+    (lambda g: g["binary"][0].__setitem__(3, float("nan")), "binary rule probability nan"),
+    (lambda g: g["word_count"].pop("dog"), "word_count and tag_word must list the same words"),
+    (lambda g: g["states"].__setitem__(1, "TOP"), "distinct strings"),
+])
+def test_inconsistent_grammar_is_refused(copy, edit, match):
+    path = copy("forest_parser")
+    edit_msgpack(path / "grammar.msgpack", edit)
+    resign(path)
+    with pytest.raises(GrammarError, match=match):
+        load("forest_parser", path)
+
+
+def test_malformed_grammar_data_is_a_clear_error(copy):
+    path = copy("forest_parser")
+    edit_msgpack(path / "grammar.msgpack", lambda g: g.pop("binary"))
+    resign(path)
+    with pytest.raises(SavedModelError, match="cannot load a grammar: the saved data is malformed"):
+        load("forest_parser", path)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_any_grammar_id_out_of_range_is_a_grammar_error(saved, data):
+    g = srsly.read_msgpack(saved["forest_parser"] / "grammar.msgpack")
+    S = len(g["states"])
+    bad = data.draw(st.one_of(st.integers(-2**63, -1), st.integers(S, 2**63 - 1)))
+    where = data.draw(st.sampled_from(["binary", "chains", "tag_prior", "tag_word", "tag_sig"]))
+    if where == "binary":
+        g["binary"][data.draw(st.integers(0, len(g["binary"]) - 1))][data.draw(st.integers(0, 2))] = bad
+    elif where == "chains":
+        chain = g["chains"][data.draw(st.integers(0, len(g["chains"]) - 1))][0]
+        chain[data.draw(st.integers(0, len(chain) - 1))] = bad
+    else:
+        table = g[where] if where == "tag_prior" else g[where][data.draw(st.sampled_from(sorted(g[where])))]
+        table[str(bad)] = 0.5
+    with pytest.raises(GrammarError):
+        Grammar.from_dict(g)
+
+
+def _arrays(text: str, symbols: SymbolTable) -> TreeArrays:
+    return TreeArrays.from_tree(Tree.fromstring(text), symbols)
+
+
+ARRAY_FIELDS = ("label", "prod", "start", "end", "child_start", "children")
+
+
+def _rebuilt(t: TreeArrays, **changes) -> TreeArrays:
+    fields = {name: getattr(t, name).copy() for name in ARRAY_FIELDS}
+    fields.update(changes)
+    return TreeArrays(**fields, n_words=t.n_words, symbols=t.symbols)
+
+
+@pytest.mark.parametrize("field, index, value, match", [
+    ("prod", 0, 10**6, "'prod'.*is not a production id"),
+    ("prod", 0, -1, "'prod'.*is not a production id"),
+    ("label", 1, 999, "'label'.*is not a label id"),
+    ("children", 0, -99, "'children'.*refers to a word outside"),
+    ("children", 2, 5, "'children'.*refers to a node not numbered below its parent"),
+    ("end", 0, 9, "'end'.*lies past"),
+    ("child_start", 1, 7, "'child offsets' must rise"),
+])
+def test_hand_built_tree_arrays_with_bad_ids_are_refused(field, index, value, match):
+    t = _arrays("(S (NP (DT a) (NN b)) (VP (VB c)))", SymbolTable())
+    arr = getattr(t, field).copy()
+    arr[index] = value
+    with pytest.raises(StructPrefError, match=match):
+        _rebuilt(t, **{field: arr})
+
+
+@pytest.mark.parametrize("index, value, match", [
+    (5, 1, "not the child of exactly one node"),  # S's children NP, NP -> the first NP twice
+    (2, -1, "not exactly one leaf per word"),  # the second DT's word -> the first word
+])
+def test_tree_arrays_that_are_not_a_tree_are_refused(index, value, match):
+    t = _arrays("(S (NP (DT a)) (NP (DT b)))", SymbolTable())
+    children = t.children.copy()
+    children[index] = value
+    with pytest.raises(StructPrefError, match=match):
+        _rebuilt(t, children=children)
+
+
+def test_a_node_with_other_children_than_its_production_is_refused():
+    symbols = SymbolTable()
+    small, big = _arrays("(NP (DT a))", symbols), _arrays("(NP (DT a) (NN b))", symbols)
+    # big's root relabelled with small's root production: one node child too many
+    prod = big.prod.copy()
+    prod[-1] = small.prod[-1]
+    with pytest.raises(StructPrefError, match="does not have its production's children"):
+        _rebuilt(big, prod=prod)
+
+
+@settings(max_examples=300, deadline=None)
+@given(trees(), st.sampled_from(ARRAY_FIELDS), st.integers(0, 50), st.integers(-60, 60))
+def test_corrupted_tree_arrays_are_refused_or_still_a_tree(tree, field, index, value):
+    """Any one id changed: a StructPrefError, or arrays that are still a
+    consistent tree (the kernels then agree with its rebuilt nltk tree)."""
+    symbols = SymbolTable()
+    t = TreeArrays.from_tree(tree, symbols)
+    arr = getattr(t, field).copy()
+    arr[index % len(arr)] = value
+    try:
+        changed = _rebuilt(t, **{field: arr})
+    except StructPrefError:
+        return
+    again = TreeArrays.from_tree(changed.to_tree(), symbols)
+    assert tree_kernel(changed, changed, symbols=symbols) == tree_kernel(again, again, symbols=symbols)
+
+
+def test_flat_trees_with_bad_ids_are_refused():
+    symbols = SymbolTable()
+    ok = FlatTrees.from_trees([_arrays("(NP (DT a))", symbols), _arrays("(VP (VB b))", symbols)], symbols)
+    args = [ok.node_off, ok.label, ok.prod, ok.start, ok.end, ok.child_off, ok.children, ok.n_words, symbols]
+    FlatTrees(*args)
+    prod = ok.prod.copy()
+    prod[-1] = 77
+    with pytest.raises(StructPrefError, match="FlatTrees array 'prod'"):
+        FlatTrees(*args[:2], prod, *args[3:])
+    with pytest.raises(StructPrefError, match="FlatTrees array 'node_off'"):
+        FlatTrees(np.array([0, 1, 9]), *args[1:])
+
+
+@pytest.mark.parametrize("change, match", [
+    (lambda f: dict(rule=[10**5, 0]), "'rule'.*is not a production id"),
+    (lambda f: dict(label=[0, 50]), "'label'.*is not a label id"),
+    (lambda f: dict(end=[1, 3]), "'end'.*lies past"),
+    (lambda f: dict(tails=[-1, -1]), "'tails'.*is a node where its rule has a word"),
+    (lambda f: dict(label=f.label[::-1]), "'rule'.*another label than its head"),
+    (lambda f: dict(tail_start=[0, 1, 1], tails=[-1]), "'tail_start'|no tails"),
+    (lambda f: dict(prob=[1.0, np.nan]), "finite and non-negative"),
+])
+def test_hand_built_forests_with_bad_ids_are_refused(change, match):
+    symbols = SymbolTable()
+    forest = Forest.from_tree_arrays(_arrays("(NP (NN a))", symbols))
+    fields = dict(label=forest.label, start=forest.start, end=forest.end, head=forest.head,
+                  tail_start=forest.tail_start, tails=forest.tails, rule=forest.rule, prob=forest.prob)
+    Forest(**fields, root=1, n_words=1, symbols=symbols)
+    fields.update(change(forest))
+    with pytest.raises(StructPrefError, match=match):
+        Forest(**fields, root=1, n_words=1, symbols=symbols)
+
+
+# -- 3. loading trusts nothing -------------------------------------------------------------------
+@pytest.mark.parametrize("name, file", [("distro_tagger", "model"), ("rnn", "model.msgpack"),
+                                        ("perceptron", "support.msgpack"), ("forest_parser", "grammar.msgpack")])
+def test_a_byte_flipped_file_is_refused(copy, name, file):
+    path = copy(name)
+    data = bytearray((path / file).read_bytes())
+    data[len(data) // 2] ^= 0x01
+    (path / file).write_bytes(bytes(data))
+    with pytest.raises(SavedModelError, match=f"{file} does not match the checksum saved with it"):
+        load(name, path)
+
+
+@pytest.mark.parametrize("entry", ["../outside_model", "/tmp", "learner0/../../x", "", "."])
+def test_a_learner_index_entry_leaving_the_directory_is_refused(copy, tmp_path, entry):
+    path = copy("specialised")
+    shutil.copytree(path / "learner0", tmp_path / "outside_model")
+    index = srsly.read_json(path / "learners.json")
+    index[0][1] = entry
+    srsly.write_json(path / "learners.json", index)
+    resign(path)
+    with pytest.raises(SavedModelError, match="not a name inside the directory|leads outside"):
+        load("specialised", path)
+
+
+def test_a_malformed_learner_index_is_refused(copy):
+    path = copy("specialised")
+    srsly.write_json(path / "learners.json", [["a", "learner0"], ["a", "learner1"]])
+    resign(path)
+    with pytest.raises(SavedModelError, match="distinct \\[key, directory\\] pairs"):
+        load("specialised", path)
+
+
+@pytest.mark.parametrize("part, match", [("alpha", "alpha of shape"), ("tau", "tau of shape"),
+                                         ("items", "alpha of shape")])
+def test_a_shortened_support_array_is_refused(copy, part, match):
+    path = copy("perceptron")
+    edit_msgpack(path / "support.msgpack", lambda s: s[part].pop())
+    resign(path)
+    with pytest.raises(SavedModelError, match=match):
+        load("perceptron", path)
+
+
+def test_a_failed_support_load_leaves_the_learner_as_it_was(copy, saved):
+    learner = load("perceptron", saved["perceptron"])
+    before = learner.utilities(SETS[0])
+    path = copy("perceptron")
+    edit_msgpack(path / "support.msgpack", lambda s: s["alpha"].pop())
+    resign(path)
+    with pytest.raises(SavedModelError):
+        learner.from_disk(path)
+    np.testing.assert_array_equal(learner.utilities(SETS[0]), before)
+
+
+def test_ragged_linear_support_is_refused(copy):
+    path = copy("linear")
+    edit_msgpack(path / "support.msgpack", lambda s: s["items"][0].pop())
+    resign(path)
+    with pytest.raises(SavedModelError, match="rows of one length"):
+        load("linear", path)
+
+
+def test_rnn_weights_of_other_shapes_are_refused(copy):
+    path = copy("rnn")
+    weights = srsly.msgpack_loads(srsly.read_msgpack(path / "model.msgpack"))  # thinc's message, as bytes
+    weights["params"][0]["E"] = weights["params"][0]["E"][:-1]
+    srsly.write_msgpack(path / "model.msgpack", srsly.msgpack_dumps(weights))
+    resign(path)
+    with pytest.raises(SavedModelError, match="saved weights have the shapes"):
+        load("rnn", path)
+
+
+def test_rnn_cfg_and_weights_from_different_saves_are_refused(copy):
+    path = copy("rnn")
+    edit_msgpack(path / "cfg.msgpack", lambda c: c["vocab"].pop(sorted(c["vocab"], key=c["vocab"].get)[-1]))
+    resign(path)
+    with pytest.raises(SavedModelError, match="cannot load RecursiveNetLearner.*dimension 'nV'"):
+        load("rnn", path)
+
+
+def test_rnn_vocabulary_with_bad_ids_is_refused(copy):
+    path = copy("rnn")
+    edit_msgpack(path / "cfg.msgpack", lambda c: c["vocab"].update({next(iter(c["vocab"])): 10**6}))
+    resign(path)
+    with pytest.raises(SavedModelError, match="label vocabulary"):
+        load("rnn", path)
+
+
+def test_loading_into_the_wrong_kind_of_learner_names_both(saved):
+    with pytest.raises(SavedModelError, match="holds a saved KernelPerceptron, not a RecursiveNetLearner"):
+        load("rnn", saved["perceptron"])
+
+
+# -- 4. errors that say what is wrong and how to fix it ------------------------------------------
+def test_distro_tagger_before_initialize_says_so():
+    nlp = spacy.blank("en")
+    nlp.add_pipe("distro_tagger")
+    with pytest.raises(TaggerError, match="not initialized: call nlp.initialize"):
+        nlp("The dog barks")
+
+
+def test_bad_tag_id_in_a_grammar_is_not_spacy_e109(copy):
+    """Before: parsing looked up the tag in P(T) and spaCy reported the
+    KeyError as E109 ("forgot to call initialize?")."""
+    path = copy("forest_parser")
+    edit_msgpack(path / "grammar.msgpack",
+                 lambda g: next(iter(g["tag_word"].values())).update({str(len(g["states"]) + 3): 1.0}))
+    resign(path)
+    with pytest.raises(GrammarError, match="tag_word refers to tag state"):
+        load("forest_parser", path)
+
+
+def test_missing_distro_tagger_cfg(copy, saved, tmp_path):
+    path = copy("distro_tagger")
+    (path / "cfg").unlink()
+    with pytest.raises(SavedModelError, match="cfg is missing from the saved distro_tagger"):
+        load("distro_tagger", path)
+    tagger = load("distro_tagger", saved["distro_tagger"])
+    tagger.to_disk(tmp_path / "no_cfg", exclude=["cfg"])
+    with pytest.raises(TaggerError, match="0 labels but its model scores"):
+        load("distro_tagger", tmp_path / "no_cfg")
+
+
+def test_perceptron_cfg_without_a_kernel(copy):
+    path = copy("perceptron")
+    srsly.write_msgpack(path / "cfg.msgpack", {"learner": "perceptron"})
+    resign(path)
+    with pytest.raises(SavedModelError, match="names no kernel"):
+        load("perceptron", path)
+    srsly.write_msgpack(path / "cfg.msgpack", {"kernel": {"kind": "mystery"}})
+    resign(path)
+    with pytest.raises(StructPrefError, match="trained with the kernel {'kind': 'mystery'}"):
+        load("perceptron", path)
+
+
+def test_unknown_saved_parser_setting(copy):
+    path = copy("forest_parser")
+    cfg = srsly.read_json(path / "cfg.json")
+    srsly.write_json(path / "cfg.json", {**cfg, "beam_size": 3})
+    resign(path)
+    with pytest.raises(SavedModelError, match=r"unknown setting\(s\) \['beam_size'\]"):
+        load("forest_parser", path)
+
+
+# -- the bounded fuzz: every damaged save is refused ------------------------------------------------
+FUZZED = ("forest_parser", "distro_tagger", "perceptron")
+
+
+@lru_cache(maxsize=None)
+def _targets() -> dict:
+    """One object per kind to load into: a refused load changes nothing, so
+    the fuzz need not build a fresh one each time."""
+    return {name: MAKERS[name]() for name in FUZZED}
+
+
+@pytest.fixture(scope="module")
+def scratch(saved, tmp_path_factory) -> dict:
+    """Copies of the saves for the fuzz to damage in place (and restore)."""
+    root = tmp_path_factory.mktemp("scratch")
+    return {name: Path(shutil.copytree(saved[name], root / name)) for name in FUZZED}
+
+
+def _damage(data, path: Path) -> None:
+    """Flip a byte of, or truncate, one file of the saved directory."""
+    file = data.draw(st.sampled_from(sorted(p for p in path.rglob("*") if p.is_file())))
+    raw = bytearray(file.read_bytes())
+    if raw and data.draw(st.booleans()):
+        raw[data.draw(st.integers(0, len(raw) - 1))] ^= data.draw(st.integers(1, 255))
+    else:
+        del raw[data.draw(st.integers(0, max(len(raw) - 1, 0))):]
+    file.write_bytes(bytes(raw))
+
+
+def _restore(saved: Path, scratch: Path) -> None:
+    shutil.rmtree(scratch)
+    shutil.copytree(saved, scratch)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_fuzz_damaged_saves_are_always_refused(saved, scratch, data):
+    name = data.draw(st.sampled_from(FUZZED))
+    _damage(data, scratch[name])
+    try:
+        with pytest.raises(StructPrefError):
+            _targets()[name].from_disk(scratch[name])
+    finally:
+        _restore(saved[name], scratch[name])
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_fuzz_crafted_grammar_and_support_never_crash(saved, scratch, data):
+    """Damage re-signed into the marker (a crafted file): the loaders' own
+    checks answer, with a StructPrefError or a model that then works."""
+    name = data.draw(st.sampled_from(["forest_parser", "perceptron"]))
+    file = {"forest_parser": "grammar.msgpack", "perceptron": "support.msgpack"}[name]
+    raw = bytearray((scratch[name] / file).read_bytes())
+    raw[data.draw(st.integers(0, len(raw) - 1))] ^= data.draw(st.integers(1, 255))
+    (scratch[name] / file).write_bytes(bytes(raw))
+    resign(scratch[name])
+    try:
+        loaded = load(name, scratch[name])
+        if name == "forest_parser":
+            loaded.parser.parse("The dog barks .".split())
+        else:
+            loaded.utilities(SETS[0])
+    except StructPrefError:
+        pass
+    finally:
+        _restore(saved[name], scratch[name])
