@@ -92,8 +92,9 @@ def _clean_stale(path: Path) -> None:
         shutil.rmtree(p, ignore_errors=True)
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
+def file_digest(path: Path, algorithm: str = "sha256") -> str:
+    """Hex digest of a file's bytes, read in blocks."""
+    digest = hashlib.new(algorithm)
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             digest.update(block)
@@ -111,7 +112,7 @@ def _files(root: Path) -> Iterator[Path]:
 
 def _checksums(root: Path) -> Dict[str, str]:
     top = root / MARKER
-    return {p.relative_to(root).as_posix(): _sha256(p) for p in _files(root) if p != top}
+    return {p.relative_to(root).as_posix(): file_digest(p) for p in _files(root) if p != top}
 
 
 def _owned(path: Path) -> Optional[Set[str]]:
@@ -319,7 +320,7 @@ def check_saved(path, factory: str) -> Path:
         file = inside(path, name)
         if file.is_symlink() or not file.is_file():
             raise SavedModelError(f"{file} is missing from the saved {factory}: save the model again")
-        if _sha256(file) != digest:
+        if file_digest(file) != digest:
             raise SavedModelError(f"{file} does not match the checksum saved with it: the file is damaged or "
                                   f"was changed after saving; save the {factory} again")
     return path

@@ -1,7 +1,6 @@
 """The public NLTK data packages the project uses, with their checksums, and a
 fetcher that copies them from a local NLTK data root (offline) or downloads
 them from NLTK's public data repository."""
-import hashlib
 import os
 import shutil
 import tempfile
@@ -12,6 +11,7 @@ from typing import Dict, Iterable, List, Optional
 import nltk
 
 from ..errors import CorpusError
+from ..saving import file_digest
 
 NLTK_DATA_URL = "https://raw.githubusercontent.com/nltk/nltk_data/gh-pages/packages/corpora/{name}.zip"
 # md5 of each corpus zip (the same values are listed in project.yml's assets).
@@ -23,11 +23,7 @@ PACKAGES: Dict[str, str] = {
 
 
 def md5(path: Path) -> str:
-    h = hashlib.md5()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+    return file_digest(path, "md5")
 
 
 def _local_copy(name: str) -> Optional[Path]:
