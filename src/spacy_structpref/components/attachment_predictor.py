@@ -1,0 +1,465 @@
+"""spaCy component ``attachment_predictor``: a strongly incremental parser
+made of first-pass attachment decisions (Menchetti et al. 2005, §6.1; Sturt
+et al. 2003; Lombardo & Sturt's dynamic grammar).
+
+The words are read left to right keeping one connected tree. At each word
+the connection paths (CPs) of the inventory that fit are the candidates;
+the trained preference learner (the kernel voted perceptron with the
+subset-tree kernel, or the recursive neural network; one per foot class
+when ``specialise``; on reduced trees when ``reduced``) scores them, and
+:class:`~spacy_structpref.incremental.IncrementalParser` keeps the best
+(``beam_width = 1``: greedy) or the ``beam_width`` best partial trees. The
+final tree goes to ``doc.spans[spans_key]`` (``doc._.parse``, under ``TOP``),
+each word's decision to ``token._.attachment`` (``Step.to_dict()``: kind,
+anchor label and depth, CP type, utility, log-probability, number of
+alternatives, fallback) and the number of fallback words to
+``doc._.attach_fallbacks``.
+
+Tags are read from ``token.tag_``: put a tagger (``distro_tagger``) before
+this component, or give it Docs that carry tags. spaCy's corpus reader puts
+no reference annotation on the predicted Docs (``gold_preproc`` only fixes
+the tokenisation), so evaluating with gold tags needs them copied there: the
+augmenter ``spacy_structpref.gold_tags.v1`` does it for a corpus in a
+training config, ``bench/incremental_parser.py`` for the test split.
+
+Training reads only the reference Docs: ``initialize`` builds the CP
+inventory from their gold trees and initializes the learner on their
+preference sets, ``update`` takes one learner update on the preference sets
+of a batch (the perceptron: one pass over them, mistakes as the loss; the
+recursive net: one gradient step with spaCy's optimizer).
+
+Modules with compiled code (the kernels) and nltk load on first use, so that
+importing this factory stays cheap.
+"""
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+
+import srsly
+from spacy import util
+from spacy.language import Language
+from spacy.pipeline import TrainablePipe
+from spacy.tokens import Doc, Token
+from spacy.training import Example, validate_examples, validate_get_examples
+
+from ..errors import StructPrefError
+from ..saving import atomic_directory, check_saved
+
+FACTORY = "attachment_predictor"
+
+# The kernel voted perceptron with the subset-tree kernel (configs/learners/vp.cfg);
+# spaCy's epochs are its passes, so its own ``epochs`` (for ``fit``) is unused here.
+DEFAULT_LEARNER = {
+    "@misc": "spacy_structpref.KernelPerceptron.v1",
+    "loss": "setwise",
+    "epochs": 1,
+    "average": True,
+    "seed": 0,
+    "progress": False,
+    "kernel": {"@misc": "spacy_structpref.TreeKernel.v1", "lam": 0.4, "sigma": 1, "normalize": True},
+}
+
+DEFAULT_CONFIG = {
+    "learner": DEFAULT_LEARNER,
+    "reduced": True,
+    "specialise": True,
+    "beam_width": 1,
+    "softmax_scale": 1.0,
+    "spans_key": "constituents",  # trees.doc.SPANS_KEY, which would load nltk if imported here
+    "scorer": {"@scorers": "spacy_structpref.parseval_scorer.v1"},
+}
+
+
+def register_extensions() -> None:
+    """``token._.attachment`` (a ``Step.to_dict()``) and ``doc._.attach_fallbacks`` (idempotent)."""
+    if not Token.has_extension("attachment"):
+        Token.set_extension("attachment", default=None)
+    if not Doc.has_extension("attach_fallbacks"):
+        Doc.set_extension("attach_fallbacks", default=None)
+
+
+register_extensions()
+
+
+@Language.factory(
+    FACTORY,
+    requires=["token.tag"],
+    assigns=["doc.spans", "token._.attachment", "doc._.attach_fallbacks"],
+    default_config=DEFAULT_CONFIG,
+    default_score_weights={"parseval_f": 0.5, "parseval_f_40": 0.0, "attach_acc": 0.5,
+                           "attach_fallbacks": None},
+)
+def make_attachment_predictor(nlp: Language, name: str, learner, reduced: bool, specialise: bool,
+                              beam_width: int, softmax_scale: float, spans_key: str,
+                              scorer: Optional[Callable]) -> "AttachmentPredictor":
+    return AttachmentPredictor(nlp.vocab, learner, name, reduced=reduced, specialise=specialise,
+                               beam_width=beam_width, softmax_scale=softmax_scale, spans_key=spans_key,
+                               scorer=scorer)
+
+
+@util.registry.augmenters("spacy_structpref.gold_tags.v1")
+def make_gold_tags_augmenter() -> Callable[[Language, Example], Iterator[Example]]:
+    """An augmenter that copies the reference tags onto each example's
+    predicted Doc (``[corpora.dev.augmenter]``), so that a pipeline without a
+    tagger is evaluated with gold tags."""
+    return gold_tags
+
+
+def gold_tags(nlp: Language, example: Example) -> Iterator[Example]:
+    doc = example.predicted.copy()
+    for token, tag in zip(doc, example.get_aligned("TAG", as_string=True)):
+        if tag:  # a token without an aligned reference token keeps its own
+            token.tag_ = tag
+    yield Example(doc, example.reference)
+
+
+class AttachmentPredictor(TrainablePipe):
+    """Settings (see ``DEFAULT_CONFIG`` and the module docstring):
+    ``learner`` (a preference learner from a ``registry.misc`` block:
+    ``spacy_structpref.KernelPerceptron.v1`` with a tree kernel, or
+    ``spacy_structpref.RecursiveNetLearner.v1``), ``reduced`` (tree
+    reduction of the candidates), ``specialise`` (one clone of the learner
+    per foot class), ``beam_width``, ``softmax_scale`` and ``spans_key``
+    (the span group of the gold trees and of the predicted tree).
+
+    The search scores a word's candidates with ``a·U`` (``a`` =
+    ``softmax_scale``), so a partial tree's score is the sum of
+    ``log p(T_{i+1} | T_i)`` with ``p ∝ exp(a·U)``, the softmax preference
+    model (Menchetti et al. 2005, eq. 9) at temperature ``1/a``. Greedy
+    parsing does not depend on ``a``; a beam does: the perceptron's raw
+    utilities span a fraction of a unit, and at ``a = 1`` every choice
+    looks almost uniform, so the score rewards prefixes with few
+    alternatives rather than good ones. :meth:`fit_softmax_scale` sets
+    ``a`` by maximum likelihood on held-out Docs."""
+
+    def __init__(self, vocab, learner, name: str = FACTORY, *, reduced: bool = True,
+                 specialise: bool = True, beam_width: int = 1, softmax_scale: float = 1.0,
+                 spans_key: str = "constituents", scorer: Optional[Callable] = None):
+        from ..learners.base import PreferenceLearner
+
+        if not isinstance(learner, PreferenceLearner):
+            raise StructPrefError(
+                f"{name}: the learner must be a preference learner (spacy_structpref.KernelPerceptron.v1 "
+                f"or spacy_structpref.RecursiveNetLearner.v1), got a {type(learner).__name__}"
+                + ("; give its prototype and set specialise = true" if hasattr(learner, "prototype")
+                   else ""))
+        self.vocab, self.name, self.scorer = vocab, name, scorer
+        self.prototype, self.learner = learner, None
+        self.symbols = self._symbols()
+        self.cfg = {"reduced": reduced, "specialise": specialise, "beam_width": beam_width,
+                    "softmax_scale": softmax_scale, "spans_key": spans_key}
+        self._load_cfg(self.cfg)
+        self.inventory = None  # the CP inventory: set by initialize or loading
+        from ..trees import register_extensions as register_tree_extensions
+
+        register_tree_extensions()
+
+    def _load_cfg(self, cfg: dict) -> None:
+        """Check and adopt settings; the learner is rebuilt around the
+        prototype since ``specialise`` decides its shape."""
+        c = {**self.cfg, **cfg}
+        for key in ("reduced", "specialise"):
+            if not isinstance(c[key], bool):
+                raise StructPrefError(f"{self.name}: {key} must be true or false, got {c[key]!r}")
+        width = c["beam_width"]
+        if isinstance(width, bool) or not isinstance(width, int) or width < 1:
+            raise StructPrefError(f"{self.name}: beam_width must be a positive integer, got {width!r}")
+        scale = c["softmax_scale"]
+        if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not 0 < scale < float("inf"):
+            raise StructPrefError(f"{self.name}: softmax_scale must be a positive number, got {scale!r}")
+        if not isinstance(c["spans_key"], str) or not c["spans_key"]:
+            raise StructPrefError(f"{self.name}: spans_key must be a non-empty string, got {c['spans_key']!r}")
+        if getattr(self, "learner", None) is None or c["specialise"] != self.cfg["specialise"]:
+            from ..learners.specialised import SpecialisedLearner
+
+            self.learner = SpecialisedLearner(self.prototype) if c["specialise"] else self.prototype
+        self.cfg = c
+
+    def _symbols(self):
+        """The SymbolTable to build candidate DAGs with: a perceptron's kernel's
+        (its support interns there), else a table of our own."""
+        from ..trees.arrays import SymbolTable
+
+        kernel = getattr(self.prototype, "kernel", None)
+        if kernel is None:
+            return SymbolTable()
+        from ..learners.kernels import TreeKernel
+
+        if not isinstance(kernel, TreeKernel):
+            raise StructPrefError(f"{self.name}: the candidates are trees: the perceptron needs a tree "
+                                  f"kernel (spacy_structpref.TreeKernel.v1), not a {type(kernel).__name__}")
+        return kernel.symbols
+
+    @property
+    def model(self):
+        """The preference learner (spaCy's training loop steps, averages and
+        saves a trainable component through ``model``)."""
+        return self.learner
+
+    @property
+    def beam_width(self) -> int:
+        return self.cfg["beam_width"]
+
+    @beam_width.setter
+    def beam_width(self, width: int) -> None:
+        self._load_cfg({"beam_width": width})
+
+    @property
+    def softmax_scale(self) -> float:
+        return self.cfg["softmax_scale"]
+
+    @softmax_scale.setter
+    def softmax_scale(self, scale: float) -> None:
+        self._load_cfg({"softmax_scale": scale})
+
+    # ------------------------------------------------------------- training
+    def _gold_trees(self, docs: Iterable[Doc]) -> List:
+        from ..trees.doc import doc_to_tree
+
+        trees = (doc_to_tree(doc, self.cfg["spans_key"]) for doc in docs)
+        return [tree for tree in trees if tree is not None]
+
+    def _preference_sets(self, trees: Iterable) -> List:
+        from ..incremental import preference_sets
+
+        return [s for tree in trees for s in preference_sets(tree, self.inventory)]
+
+    def _learn(self, method: str, psets: Sequence, **kwargs):
+        """``learner.method(sets, gold[, keys], **kwargs)`` on the preference
+        sets, their candidates built on access."""
+        from ..incremental import CandidateSets, foot_class
+
+        sets = CandidateSets(psets, self.symbols, self.cfg["reduced"])
+        gold = [s.gold for s in psets]
+        if self.cfg["specialise"]:
+            return getattr(self.learner, method)(sets, gold, [foot_class(s.foot) for s in psets], **kwargs)
+        return getattr(self.learner, method)(sets, gold, **kwargs)
+
+    def initialize(self, get_examples: Callable[[], Iterable[Example]], *,
+                   nlp: Optional[Language] = None) -> None:
+        """Read the CP inventory off the examples' gold trees and initialize
+        the learner on their preference sets."""
+        from ..incremental import CPInventory
+
+        validate_get_examples(get_examples, "AttachmentPredictor.initialize")
+        trees = self._gold_trees(eg.reference for eg in get_examples())
+        if not trees:
+            raise StructPrefError(
+                f"{self.name}: no training example has constituents in doc.spans[{self.cfg['spans_key']!r}] "
+                "(convert the treebank with `python -m spacy_structpref convert ptb corpus/ptb`)")
+        self.inventory = CPInventory.from_trees(trees)
+        self._learn("initialize", self._preference_sets(trees))
+
+    def _require_inventory(self) -> None:
+        if self.inventory is None:
+            raise StructPrefError(f"{self.name} is not trained: call nlp.initialize() with treebank "
+                                  "examples or load a trained pipeline")
+
+    def update(self, examples: Iterable[Example], *, drop: float = 0.0, sgd=None,
+               losses: Optional[Dict[str, float]] = None) -> Dict[str, float]:
+        """One learner update on the preference sets of the examples' gold
+        trees (``drop`` is unused: the learners have no dropout). The loss
+        is the learner's: perceptron mistakes, or the recursive net's summed
+        set losses."""
+        losses = {} if losses is None else losses
+        losses.setdefault(self.name, 0.0)
+        examples = list(examples)
+        validate_examples(examples, "AttachmentPredictor.update")
+        self._require_inventory()
+        psets = self._preference_sets(self._gold_trees(eg.reference for eg in examples))
+        if psets:
+            step = self._learn("update", psets, sgd=None if sgd is False else sgd, losses={})
+            losses[self.name] += sum(step.values())
+        return losses
+
+    def finish_update(self, sgd) -> None:
+        """Apply the accumulated gradients (a perceptron has none)."""
+        self.learner.finish_update(sgd)
+
+    def use_params(self, params: dict):
+        """Predict and save with ``params`` (e.g. the optimizer's averages) in
+        place; a generator, as spaCy's ``Language.use_params`` drives it."""
+        with self.learner.use_params(params):
+            yield
+
+    # ------------------------------------------------------------- parsing
+    def _utilities(self, candidates, foot: str):
+        from ..incremental import foot_class
+
+        if self.cfg["specialise"]:
+            return self.learner.utilities(candidates, foot_class(foot))
+        return self.learner.utilities(candidates)
+
+    def _search_utilities(self, candidates, foot: str):
+        """``a·U`` with ``U`` rounded to the learners' tie tolerance
+        (``metrics.TIE_TOLERANCE``): mathematically equal utilities then tie
+        exactly, and the parser's edit order decides, whatever order the
+        kernel summed in (a loaded perceptron interns its support anew, so
+        its sums run in another order than the saving one's)."""
+        import numpy as np
+
+        from ..learners.metrics import TIE_TOLERANCE
+
+        u = np.asarray(self._utilities(candidates, foot), dtype=float)
+        # decimals, not a quantum: the rounded values must not depend on the last bits of max |u|
+        decimals = -int(np.ceil(np.log10(TIE_TOLERANCE * (1.0 + np.abs(u).max()))))
+        return self.cfg["softmax_scale"] * np.round(u, decimals)
+
+    def predict(self, docs: Iterable[Doc]) -> List:
+        """One ``IncrementalParse`` per Doc (None for an empty Doc)."""
+        from ..incremental import IncrementalParser
+
+        self._require_inventory()
+        parser = IncrementalParser(self.inventory, lambda cands, foot, i: self._search_utilities(cands, foot),
+                                   beam_width=self.cfg["beam_width"], reduced=self.cfg["reduced"],
+                                   symbols=self.symbols)
+        return [parser.parse([t.text for t in doc], self._tags(doc)) if len(doc) else None
+                for doc in docs]
+
+    def _tags(self, doc: Doc) -> List[str]:
+        tags = [t.tag_ for t in doc]
+        missing = [t.text for t in doc if not t.tag_]
+        if missing:
+            raise StructPrefError(
+                f"{self.name} reads token.tag_, and {len(missing)} of the Doc's {len(doc)} tokens have "
+                f"none (first: {missing[0]!r}): put a tagger (e.g. distro_tagger) before {self.name} in "
+                "the pipeline or give it tagged Docs; to evaluate with gold tags in spacy train, add "
+                "augmenter = {\"@augmenters\":\"spacy_structpref.gold_tags.v1\"} to the dev corpus")
+        return tags
+
+    def set_annotations(self, docs: Iterable[Doc], parses: List) -> None:
+        from ..trees.doc import set_tree
+
+        key = self.cfg["spans_key"]
+        for doc, parse in zip(docs, parses):
+            if parse is None:
+                doc.spans[key] = []
+                doc._.attach_fallbacks = 0
+                continue
+            set_tree(doc, parse.tree, set_tags=False, spans_key=key)
+            for token, step in zip(doc, parse.steps):
+                token._.attachment = step.to_dict()
+            doc._.attach_fallbacks = parse.n_fallbacks
+
+    # ------------------------------------------------------------- scoring
+    def _gold_utilities(self, docs: Iterable[Doc]) -> Tuple[List, List]:
+        """The learner's utilities of the candidates of every preference set
+        of the Docs' gold trees (``doc.spans[spans_key]``), with each set's
+        gold index."""
+        self._require_inventory()
+        utilities, gold = [], []
+        for s in self._preference_sets(self._gold_trees(docs)):  # DAGs one at a time: a split's take gigabytes
+            utilities.append(self._utilities(s.dag(self.symbols, self.cfg["reduced"]), s.foot))
+            gold.append(s.gold)
+        return utilities, gold
+
+    def attachment_loss(self, docs: Iterable[Doc], r: Sequence[int] = (1,)) -> Optional[Dict[int, float]]:
+        """``{r: L_r}`` of the learner on the preference sets of the Docs'
+        gold trees: the fraction of words, from the second on, whose gold
+        connection path is not among the ``r`` highest-utility candidates
+        given the gold prefix tree (first-pass attachment, Menchetti et al.
+        2005, §5); a word whose gold CP type is not in the inventory counts
+        as an error. None when there is no set."""
+        from ..learners.metrics import loss_at_r
+
+        utilities, gold = self._gold_utilities(docs)
+        return loss_at_r(utilities, gold, r) if gold else None
+
+    def fit_softmax_scale(self, docs: Iterable[Doc]) -> float:
+        """Set ``softmax_scale`` to the ``a`` that maximises the likelihood
+        ``Π p(gold | set)``, ``p ∝ exp(a·U)``, of the preference sets of the
+        Docs' gold trees (held-out Docs, e.g. dev: the learner's utilities
+        on its own training sets are overconfident), and return it. The
+        negative log-likelihood is convex in ``a``; it is minimised over
+        ``log a`` in [-7, 7] by golden-section search."""
+        import numpy as np
+
+        utilities, gold = self._gold_utilities(docs)
+        pairs = [(u, g) for u, g in zip(utilities, gold) if g is not None and len(u) > 1]
+        if not pairs:
+            raise StructPrefError(f"{self.name}: no preference set with a gold candidate and a rival "
+                                  "to fit softmax_scale on")
+        u = np.concatenate([u for u, _ in pairs])
+        sizes = [len(x) for x, _ in pairs]
+        starts = np.cumsum([0] + sizes[:-1])
+        owner = np.repeat(np.arange(len(pairs)), sizes)
+        picked = u[starts + np.array([g for _, g in pairs])]
+
+        def nll(log_a: float) -> float:
+            z = np.exp(log_a) * u
+            top = np.maximum.reduceat(z, starts)
+            log_norm = top + np.log(np.add.reduceat(np.exp(z - top[owner]), starts))
+            return float(np.sum(log_norm - np.exp(log_a) * picked))
+
+        lo, hi = -7.0, 7.0
+        ratio = (np.sqrt(5) - 1) / 2
+        for _ in range(60):
+            x1, x2 = hi - ratio * (hi - lo), lo + ratio * (hi - lo)
+            if nll(x1) <= nll(x2):
+                hi = x2
+            else:
+                lo = x1
+        self.softmax_scale = float(np.exp((lo + hi) / 2))
+        return self.softmax_scale
+
+    def score(self, examples: Iterable[Example], **kwargs) -> Dict[str, float]:
+        """PARSEVAL of the predicted trees (the scorer, over ``spans_key``);
+        ``attach_acc`` = 1 − L_1 of :meth:`attachment_loss` on the reference
+        trees (None without any); ``attach_fallbacks``: fallback words of
+        the predicted parses."""
+        examples = list(examples)
+        validate_examples(examples, "AttachmentPredictor.score")
+        kwargs["spans_key"] = self.cfg["spans_key"]
+        scores = dict(self.scorer(examples, **kwargs)) if self.scorer is not None else {}
+        loss = self.attachment_loss(eg.reference for eg in examples)
+        scores["attach_acc"] = None if loss is None else 1.0 - loss[1]
+        scores["attach_fallbacks"] = sum(eg.predicted._.attach_fallbacks or 0 for eg in examples)
+        return scores
+
+    # ------------------------------------------------------- serialisation
+    def _getters(self) -> Dict[str, Callable]:
+        """The saved fields (the names ``exclude`` takes); an untrained
+        component saves its cfg only."""
+        getters = {"cfg": lambda: self.cfg}
+        if self.inventory is not None:
+            getters["inventory"] = self.inventory.to_json
+            getters["learner"] = self.learner.to_bytes
+        return getters
+
+    def _set_inventory(self, text: str) -> None:
+        from ..incremental import CPInventory
+
+        self.inventory = CPInventory.from_json(text)
+
+    def to_bytes(self, *, exclude=tuple()) -> bytes:
+        return util.to_bytes(self._getters(), exclude)
+
+    def from_bytes(self, bytes_data: bytes, *, exclude=tuple()) -> "AttachmentPredictor":
+        setters = {"cfg": self._load_cfg, "inventory": self._set_inventory,
+                   "learner": lambda data: self.learner.from_bytes(data)}
+        util.from_bytes(bytes_data, setters, exclude)
+        return self
+
+    def to_disk(self, path, *, exclude=tuple()) -> None:
+        writers = {"cfg.json": lambda p: srsly.write_json(p, self.cfg)}
+        if self.inventory is not None:
+            writers["inventory.json"] = lambda p: p.write_text(self.inventory.to_json(), encoding="utf8")
+            writers["learner"] = lambda p: self.learner.to_disk(p)
+        with atomic_directory(path, FACTORY) as tmp:
+            util.to_disk(tmp, writers, exclude)
+
+    def from_disk(self, path, *, exclude=tuple()) -> "AttachmentPredictor":
+        """Load what ``to_disk`` saved; a field it left out (or ``exclude``
+        names) keeps its state, as spaCy's pipes do."""
+        readers = {"cfg.json": lambda p: self._load_cfg(srsly.read_json(p)),
+                   "inventory.json": lambda p: self._set_inventory(p.read_text(encoding="utf8")),
+                   "learner": lambda p: self.learner.from_disk(p)}
+        util.from_disk(check_saved(path, FACTORY),
+                       {name: _if_exists(read) for name, read in readers.items()}, exclude)
+        return self
+
+
+def _if_exists(read: Callable) -> Callable:
+    def reader(path) -> None:
+        if path.exists():
+            read(path)
+
+    return reader

@@ -1,0 +1,305 @@
+"""spaCy component ``parse_reranker``: reranks the k-best parses a preceding
+``forest_parser`` leaves in ``doc._.nbest`` with a preference learner
+(Collins & Duffy 2002; Menchetti et al. 2005, §6.2–6.3.2) and writes the
+chosen tree to the span group ``spans_key`` (so ``doc._.parse``), its
+tags to ``token.tag_`` (``set_tags``), and ``doc._.rerank``: the chosen
+candidate's index, its utility and every candidate's utility.
+
+The learner is a config block (``[components.parse_reranker.learner]``,
+registered functions of :mod:`spacy_structpref.learners.registrations`):
+the kernel voted perceptron, pairwise or setwise, with the subset-tree
+kernel or the composite kernel ``K_λ + b·log p·log p'`` (eq. 17), or the
+recursive network with the ``a·log p + b`` input (§6.3.2).
+
+Training data. ``initialize`` reads the gold trees of the examples and
+builds jackknifed k-best lists (:func:`~spacy_structpref.reranking.jackknife_lists`,
+``n_folds`` folds, each parsed by a grammar read off the other folds with
+the preceding ``forest_parser``'s settings), or reads them from
+``[initialize.components.parse_reranker] lists`` (built there first when
+the file is missing). The lists stay in the component, keyed by sentence.
+In ``spacy train`` the Docs an ``update`` sees have not been parsed (the
+``forest_parser`` is not an annotating component), and a list the
+full-train grammar gave them would be flattering anyway: ``update`` takes
+one perceptron pass, or one gradient step, over the jackknifed lists of
+the examples it is given, in their order; an example whose words are not
+among the initialized sentences is skipped with a warning.
+
+Nothing compiled is imported here: the learner modules load on use.
+"""
+import warnings
+from typing import Callable, Dict, Iterable, Optional
+
+import srsly
+from spacy.language import Language
+from spacy.pipeline import Pipe
+from spacy.tokens import Doc
+from spacy.training import Example, validate_get_examples
+from spacy.util import ensure_path
+
+from ..errors import StructPrefError
+from ..saving import atomic_directory, check_saved
+
+DEFAULT_LEARNER = {
+    "@misc": "spacy_structpref.KernelPerceptron.v1",
+    "loss": "setwise",
+    "epochs": 1,
+    "average": True,
+    "seed": 0,
+    "kernel": {"@misc": "spacy_structpref.CompositeKernel.v1", "b": 0.2,
+               "tree_kernel": {"@misc": "spacy_structpref.TreeKernel.v1", "lam": 0.3, "sigma": 1,
+                               "normalize": True}},
+}
+SETTINGS = ("k", "n_folds", "n_jobs", "set_tags", "spans_key")
+
+
+def register_rerank_extension() -> None:
+    """``doc._.rerank``: ``{"index", "score", "scores"}`` of the chosen parse (idempotent)."""
+    if not Doc.has_extension("rerank"):
+        Doc.set_extension("rerank", default=None)
+
+
+@Language.factory(
+    "parse_reranker",
+    assigns=["doc.spans", "token.tag", "doc._.rerank"],
+    requires=["doc._.nbest"],
+    default_config={"learner": DEFAULT_LEARNER, "k": 50, "n_folds": 10, "n_jobs": None, "set_tags": True,
+                    "spans_key": "constituents", "scorer": {"@scorers": "spacy_structpref.parseval_scorer.v1"}},
+    default_score_weights={"parseval_f": 1.0, "parseval_p": 0.0, "parseval_r": 0.0, "parseval_f_40": 0.0},
+)
+def make_parse_reranker(nlp: Language, name: str, learner, k: int, n_folds: int, n_jobs: Optional[int],
+                        set_tags: bool, spans_key: str, scorer: Optional[Callable]) -> "ParseReranker":
+    return ParseReranker(nlp.vocab, learner, name, k=k, n_folds=n_folds, n_jobs=n_jobs, set_tags=set_tags,
+                         spans_key=spans_key, scorer=scorer)
+
+
+class ParseReranker(Pipe):
+    """Settings: ``learner`` (a preference learner), ``k`` (candidates
+    reranked: the first k of each list; the ``forest_parser``'s k must be at
+    least this), ``n_folds`` (jackknife folds for the training lists),
+    ``n_jobs`` (worker processes that parse the folds; None: one per core),
+    ``set_tags``, ``spans_key`` (gold trees for ``initialize`` and scoring,
+    and the chosen tree). See the module docstring for how training works."""
+
+    def __init__(self, vocab, learner, name: str = "parse_reranker", *, k: int = 50, n_folds: int = 10,
+                 n_jobs: Optional[int] = None, set_tags: bool = True, spans_key: str = "constituents",
+                 scorer: Optional[Callable] = None):
+        from ..learners.base import PreferenceLearner
+
+        if not isinstance(learner, PreferenceLearner):
+            raise StructPrefError(f"{name}: the learner must be a preference learner (e.g. "
+                                  f"spacy_structpref.KernelPerceptron.v1), got a {type(learner).__name__}")
+        self.vocab, self.name, self.learner, self.scorer = vocab, name, learner, scorer
+        self.cfg = {"k": k, "n_folds": n_folds, "n_jobs": n_jobs, "set_tags": set_tags, "spans_key": spans_key}
+        self._check_cfg()
+        self._lists: Optional[dict] = None  # words -> jackknifed RerankItem, from initialize
+        self._ready = False  # the learner was initialized or loaded
+        from ..trees import register_extensions
+        register_extensions()
+        register_rerank_extension()
+
+    def _check_cfg(self) -> None:
+        c = self.cfg
+        if c["k"] < 1:
+            raise StructPrefError(f"{self.name}: k must be at least 1, got {c['k']}")
+        if c["n_folds"] < 2:
+            raise StructPrefError(f"{self.name}: jackknifing needs n_folds >= 2, got {c['n_folds']}")
+        if c["n_jobs"] is not None and c["n_jobs"] < 1:
+            raise StructPrefError(f"{self.name}: n_jobs must be at least 1 (or null), got {c['n_jobs']}")
+        if not isinstance(c["spans_key"], str) or not c["spans_key"]:
+            raise StructPrefError(f"{self.name}: spans_key must be a non-empty string, got {c['spans_key']!r}")
+
+    # --------------------------------------------------------- the pipeline
+    @property
+    def is_trainable(self) -> bool:
+        return True
+
+    @property
+    def model(self):
+        """The learner's Thinc model (the recursive network's), if it has one:
+        spaCy then steps it with its optimizer and evaluates with its averages."""
+        return getattr(self.learner, "model", None)
+
+    def check_pipeline(self, nlp: Language) -> dict:
+        """The settings of the ``forest_parser`` whose lists this component
+        reranks: the nearest one before it in ``nlp``; a clear error when
+        there is none, or when its k is smaller than this component's."""
+        names = list(nlp.component_names)  # disabled (e.g. frozen) components included
+        if self.name not in names:
+            raise StructPrefError(f"{self.name} is not a component of this pipeline ({names})")
+        before = names[:names.index(self.name)]
+        parsers = [n for n in before if nlp.get_pipe_meta(n).factory == "forest_parser"]
+        if not parsers:
+            raise StructPrefError(f"{self.name} reranks the k-best lists of a forest_parser, and no forest_parser "
+                                  f"precedes it in the pipeline {names}: add one before it")
+        parser = nlp.get_pipe(parsers[-1])
+        if parser.cfg["k"] < self.cfg["k"]:
+            raise StructPrefError(f"{parsers[-1]} keeps {parser.cfg['k']}-best lists, but {self.name} reranks "
+                                  f"{self.cfg['k']} candidates: set the forest_parser's k to at least "
+                                  f"{self.cfg['k']}, or the reranker's k to at most {parser.cfg['k']}")
+        return dict(parser.cfg)
+
+    # ------------------------------------------------------------- training
+    def initialize(self, get_examples: Callable[[], Iterable[Example]], *, nlp: Optional[Language] = None,
+                   lists: Optional[str] = None) -> None:
+        """Build the training lists (jackknifed, or read from ``lists``; see
+        the module docstring) and initialize the learner on them."""
+        from ..reranking import jackknife_lists, load_items, save_items
+        from ..reranking.scorers import first_k, training_sets
+        from ..trees.doc import doc_to_tree
+
+        validate_get_examples(get_examples, f"{type(self).__name__}.initialize")
+        if nlp is None:
+            raise StructPrefError(f"{self.name}.initialize needs the pipeline (nlp=...) to find its forest_parser")
+        parser_cfg = self.check_pipeline(nlp)
+        path = ensure_path(lists) if lists else None
+        if path is not None and path.exists():
+            items = load_items(path)
+        else:
+            trees = [self._gold_tree(doc_to_tree(eg.reference, self.cfg["spans_key"])) for eg in get_examples()]
+            trees = [t for t in trees if t is not None]
+            if not trees:
+                raise StructPrefError(f"{self.name}: no training example has constituents in "
+                                      f"doc.spans[{self.cfg['spans_key']!r}]")
+            items = jackknife_lists(trees, settings=parser_cfg, n_folds=self.cfg["n_folds"], k=self.cfg["k"],
+                                    n_jobs=self.cfg["n_jobs"], progress=True)
+            if path is not None:
+                save_items(path, items)
+        items = first_k(items, self.cfg["k"])
+        if any(item.target is None for item in items):
+            raise StructPrefError(f"{self.name}: the training lists need gold trees (targets)")
+        self._lists = {tuple(item.words): item for item in items}
+        sets, gold = training_sets(self.learner, items)
+        if not len(sets):
+            raise StructPrefError(f"{self.name}: no training list has two candidates to choose from")
+        self.learner.initialize(sets, gold)
+        self._ready = True
+
+    @staticmethod
+    def _gold_tree(tree):
+        from nltk.tree import Tree
+
+        if tree is None or tree.label() == "TOP":
+            return tree
+        return Tree("TOP", [tree])  # the parser's candidates are TOP-rooted, as forest_parser trains
+
+    def update(self, examples: Iterable[Example], *, drop: float = 0.0, sgd=None,
+               losses: Optional[Dict[str, float]] = None) -> Dict[str, float]:
+        """One perceptron pass (or one gradient step) over the jackknifed
+        lists of these examples, in order. ``losses[name]``: the
+        perceptron's mistakes, or the network's summed loss."""
+        from ..learners.perceptron import KernelPerceptron
+        from ..reranking.scorers import training_sets
+
+        losses = {} if losses is None else losses
+        losses.setdefault(self.name, 0.0)
+        if self._lists is None:
+            raise StructPrefError(f"{self.name} has no training lists: call nlp.initialize() first "
+                                  "(update steps over the jackknifed lists built there)")
+        examples = list(examples)
+        words = [tuple(t.text for t in eg.reference) for eg in examples]
+        unseen = sum(w not in self._lists for w in words)
+        if unseen:
+            warnings.warn(f"{self.name}: {unseen} of {len(examples)} examples are not among the sentences "
+                          "it was initialized on (no jackknifed list): skipped")
+        sets, gold = training_sets(self.learner, [self._lists[w] for w in words if w in self._lists])
+        if not len(sets):
+            return losses
+        step: Dict[str, float] = {}
+        # a sentence's words identify its set across epochs: the perceptron pools its support items
+        extra = {"set_ids": [tuple(item.words) for item in sets.items]} if isinstance(
+            self.learner, KernelPerceptron) else {}
+        self.learner.update(sets, gold, sgd=sgd, losses=step, **extra)
+        losses[self.name] += sum(step.values())
+        return losses
+
+    def finish_update(self, sgd) -> None:
+        self.learner.finish_update(sgd)
+
+    def use_params(self, params: dict):
+        """Predict (and save) with ``params`` (an optimizer's averages) in place."""
+        with self.learner.use_params(params):
+            yield
+
+    # ------------------------------------------------------------ reranking
+    def predict(self, docs):
+        from ..reranking.scorers import utilities
+
+        if not self._ready:
+            raise StructPrefError(f"{self.name} is not trained: call nlp.initialize() or load a trained pipeline")
+        k = self.cfg["k"]
+        out = []
+        for doc in docs:
+            if len(doc) == 0:
+                out.append(None)
+                continue
+            nbest = doc._.nbest
+            if not nbest:
+                raise StructPrefError(f"{self.name}: the Doc {doc.text[:40]!r} has no k-best list (doc._.nbest): "
+                                      "a forest_parser must run before the parse_reranker")
+            texts, log_probs = [t for _, t in nbest[:k]], [float(lp) for lp, _ in nbest[:k]]
+            out.append((texts, utilities(self.learner, texts, log_probs)))
+        return out
+
+    def set_annotations(self, docs, predictions) -> None:
+        from ..trees.brackets import parse_bracketed, restore_words
+        from ..trees.doc import set_tree
+
+        for doc, pred in zip(docs, predictions):
+            if pred is None:
+                doc._.rerank = None
+                continue
+            texts, scores = pred
+            best = int(scores.argmax())
+            tree = restore_words(parse_bracketed(texts[best]), [t.text for t in doc])
+            set_tree(doc, tree, set_tags=self.cfg["set_tags"], spans_key=self.cfg["spans_key"])
+            doc._.rerank = {"index": best, "score": float(scores[best]), "scores": scores.tolist()}
+
+    def __call__(self, doc: Doc) -> Doc:
+        self.set_annotations([doc], self.predict([doc]))
+        return doc
+
+    def score(self, examples: Iterable[Example], **kwargs) -> Dict[str, float]:
+        """PARSEVAL (EVALB conventions) of the trees in ``spans_key``."""
+        kwargs["spans_key"] = self.cfg["spans_key"]
+        return dict(self.scorer(examples, **kwargs)) if self.scorer is not None else {}
+
+    # ------------------------------------------------------- serialisation
+    def to_bytes(self, *, exclude=tuple()) -> bytes:
+        state = {}
+        if "cfg" not in exclude:
+            state["cfg"] = self.cfg
+        if "learner" not in exclude:
+            state["learner"] = self.learner.to_bytes() if self._ready else None
+        return srsly.msgpack_dumps(state)
+
+    def from_bytes(self, bytes_data: bytes, *, exclude=tuple()) -> "ParseReranker":
+        state = srsly.msgpack_loads(bytes_data)
+        if "cfg" in state and "cfg" not in exclude:
+            self._set_cfg(state["cfg"])
+        if state.get("learner") is not None and "learner" not in exclude:
+            self.learner.from_bytes(state["learner"])
+            self._ready = True
+        return self
+
+    def to_disk(self, path, *, exclude=tuple()) -> None:
+        with atomic_directory(path, "parse_reranker") as tmp:
+            if "cfg" not in exclude:
+                srsly.write_json(tmp / "cfg.json", self.cfg)
+            if "learner" not in exclude and self._ready:
+                self.learner.to_disk(tmp / "learner")
+
+    def from_disk(self, path, *, exclude=tuple()) -> "ParseReranker":
+        path = check_saved(path, "parse_reranker")
+        if "cfg" not in exclude and (path / "cfg.json").exists():
+            self._set_cfg(srsly.read_json(path / "cfg.json"))
+        if "learner" not in exclude and (path / "learner").exists():
+            self.learner.from_disk(path / "learner")
+            self._ready = True
+        return self
+
+    def _set_cfg(self, cfg: dict) -> None:
+        unknown = set(cfg) - set(SETTINGS)
+        if unknown:
+            raise StructPrefError(f"{self.name}: unknown saved setting(s) {sorted(unknown)}")
+        self.cfg.update(cfg)
+        self._check_cfg()

@@ -1,0 +1,194 @@
+"""The parse_reranker component and the reranking scorers: a pipeline that
+trains, saves and loads with identical output; a reranking problem with a
+known answer is learned; clear errors; the recursive network's log p input."""
+import numpy as np
+import pytest
+import spacy
+from nltk.tree import Tree
+from spacy.tokens import Doc
+from spacy.training import Example
+from thinc.api import Adam
+
+from spacy_structpref.components.forest_parser import ForestParser
+from spacy_structpref.corpora import ptb_trees
+from spacy_structpref.errors import StructPrefError
+from spacy_structpref.learners import (CompositeKernel, KernelPerceptron, RecursiveNetLearner, ScoredTrees,
+                                       TreeKernel)
+from spacy_structpref.models.recursive import RecursiveNet, build_label_dag, label_vocab
+from spacy_structpref.reranking import RerankItem
+from spacy_structpref.reranking.scorers import first_k, rerank, training_sets
+from spacy_structpref.trees import to_bracketed, tree_to_doc
+
+K = 5
+
+
+def short(split, n, max_len=15):
+    return [t for t in ptb_trees(split) if len(t.leaves()) <= max_len][:n]
+
+
+def examples(nlp, trees):
+    return [Example(Doc(nlp.vocab, words=t.leaves()), tree_to_doc(nlp.vocab, t)) for t in trees]
+
+
+def pipeline(k_parser=K, k_reranker=K, learner=None):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("forest_parser", config={"k": k_parser, "store_forest": False})
+    config = {"k": k_reranker, "n_folds": 3, "n_jobs": 1}
+    if learner is not None:
+        config["learner"] = learner
+    nlp.add_pipe("parse_reranker", config=config)
+    return nlp
+
+
+@pytest.fixture(scope="module")
+def trained():
+    """forest_parser + parse_reranker (setwise VP, composite kernel) trained on
+    80 short sentences: initialize jackknifes them, one update pass."""
+    nlp = pipeline()
+    train = examples(nlp, short("train", 80))
+    nlp.initialize(lambda: train)
+    losses = {}
+    for i in range(0, len(train), 20):
+        nlp.update(train[i:i + 20], losses=losses)
+    return nlp, losses
+
+
+@pytest.fixture(scope="module")
+def test_docs(trained):
+    nlp, _ = trained
+    return [Doc(nlp.vocab, words=t.leaves()) for t in short("test", 12)]
+
+
+def outputs(nlp, docs):
+    return [(doc._.rerank["index"], doc._.rerank["scores"], [(s.start, s.end, s.label_) for s in
+                                                             doc.spans["constituents"]])
+            for doc in nlp.pipe(d.copy() for d in docs)]
+
+
+def test_pipeline_trains_and_writes_the_chosen_tree(trained, test_docs):
+    nlp, losses = trained
+    assert losses["parse_reranker"] > 0  # the perceptron made mistakes, so it learned something
+    doc = nlp(test_docs[0].copy())
+    texts = [text for _, text in doc._.nbest[:K]]
+    chosen = Tree.fromstring(texts[doc._.rerank["index"]])
+    assert to_bracketed(doc._.parse) == to_bracketed(chosen)
+    assert doc._.rerank["score"] == max(doc._.rerank["scores"])
+    scores = nlp.evaluate(examples(nlp, short("test", 12)))
+    assert 0 < scores["parseval_f"] <= 1
+
+
+def test_pipeline_round_trips_through_disk_and_bytes(trained, test_docs, tmp_path):
+    nlp, _ = trained
+    before = outputs(nlp, test_docs)
+    nlp.to_disk(tmp_path / "model")
+    loaded = spacy.load(tmp_path / "model")
+    again = spacy.blank("en").from_config(nlp.config).from_bytes(nlp.to_bytes())
+    for other in (loaded, again):
+        for (i, s, spans), (j, t, spans2) in zip(before, outputs(other, test_docs)):
+            assert i == j and spans == spans2
+            np.testing.assert_allclose(s, t, rtol=1e-9)
+
+
+def test_save_honours_exclude_and_refuses_a_wrong_load(trained, tmp_path):
+    nlp, _ = trained
+    reranker = nlp.get_pipe("parse_reranker")
+    reranker.to_disk(tmp_path / "r", exclude=["learner"])
+    assert not (tmp_path / "r" / "learner").exists()
+    with pytest.raises(StructPrefError, match="parse_reranker"):
+        ForestParser(nlp.vocab).from_disk(tmp_path / "r")
+    fresh = pipeline().get_pipe("parse_reranker").from_disk(tmp_path / "r")
+    with pytest.raises(StructPrefError, match="not trained"):
+        fresh(nlp.get_pipe("forest_parser")(Doc(nlp.vocab, words=["It", "rained", "."])))
+
+
+def test_clear_errors():
+    train = short("train", 10)
+    nlp = spacy.blank("en")
+    nlp.add_pipe("parse_reranker")
+    with pytest.raises(StructPrefError, match="no forest_parser precedes it"):
+        nlp.initialize(lambda: examples(nlp, train))
+    nlp = pipeline(k_parser=3, k_reranker=K)
+    with pytest.raises(StructPrefError, match="keeps 3-best lists"):
+        nlp.initialize(lambda: examples(nlp, train))
+    with pytest.raises(StructPrefError, match="n_folds"):
+        spacy.blank("en").add_pipe("parse_reranker", config={"n_folds": 1})
+
+
+def test_a_doc_without_a_kbest_list_is_refused(trained):
+    nlp, _ = trained
+    with pytest.raises(StructPrefError, match="forest_parser must run before"):
+        nlp.get_pipe("parse_reranker")(Doc(nlp.vocab, words=["It", "rained", "."]))
+
+
+# ------------------------------------------------- a problem with a known answer
+def attachment_items(n, seed=0):
+    """Sentences whose gold PP attaches to the verb; the candidates attach it to
+    the verb, to the object, or mislabel the object, in random order, and the
+    parser prefers a wrong one: only the VP -> VBD NP PP production tells."""
+    rng = np.random.default_rng(seed)
+    items = []
+    for i in range(n):
+        w = [f"n{i}", f"x{i}", f"y{i}"]
+        obj = f"(NP (NN {w[1]}))"
+        pp = f"(PP (IN with) (NP (NN {w[2]})))"
+        verb = f"(TOP (S (NP (NN {w[0]})) (VP (VBD saw) {obj} {pp})))"
+        noun = f"(TOP (S (NP (NN {w[0]})) (VP (VBD saw) (NP {obj} {pp}))))"
+        label = f"(TOP (S (NP (NN {w[0]})) (VP (VBD saw) (ADJP (NN {w[1]})) {pp})))"
+        cands = [verb, noun, label]
+        order = rng.permutation(3)
+        log_probs = [-10.0 - 2 * (c == 0) - rng.random() for c in order]
+        gold = Tree.fromstring(verb)
+        items.append(RerankItem(gold.leaves(), [cands[c] for c in order], log_probs, gold))
+    return items
+
+
+@pytest.mark.parametrize("make", [
+    lambda: KernelPerceptron(TreeKernel(0.4), loss="setwise", epochs=2),
+    lambda: KernelPerceptron(TreeKernel(0.4), loss="pairwise"),
+    lambda: KernelPerceptron(CompositeKernel(TreeKernel(0.4), b=0.001), loss="setwise", epochs=2),
+    lambda: RecursiveNetLearner(width=8, loss="setwise", epochs=30, batch_size=5, optimizer=Adam(0.05),
+                                log_p_input=True, log_p_a=0.1),
+])
+def test_a_known_preference_is_learned(make):
+    train, test = attachment_items(30), attachment_items(20, seed=1)
+    assert rerank(None, test[:1], k=1) == [0]  # a single candidate needs no learner
+    assert np.mean([i == item.target for i, item in zip([0] * len(test), test)]) < 0.6
+    learner = make()
+    learner.fit(*training_sets(learner, train))
+    assert rerank(learner, test) == [item.target for item in test]
+
+
+def test_first_k_chooses_targets_again():
+    item = attachment_items(1)[0]
+    cut = first_k([item], 1)[0]
+    assert len(cut) == 1 and cut.target == 0 and len(item) == 3
+
+
+# ------------------------------------------------------------ log p input
+def test_log_p_input_with_zero_scale_is_the_plain_network():
+    sets = [[Tree.fromstring("(S (NP a) (VP b))"), Tree.fromstring("(S (NP a) (NP b))")]]
+    vocab = label_vocab(sets)
+    dag = build_label_dag(sets, vocab, 3)
+    dag.log_p = np.array([-3.0, -5.0])
+    plain = RecursiveNet(4, 3, len(vocab) + 2, init_scale=0.5).initialize()
+    zero = RecursiveNet(4, 3, len(vocab) + 2, init_scale=0.5, log_p_input=True, log_p_a=0.0,
+                        log_p_b=0.0).initialize()
+    np.testing.assert_array_equal(plain.predict(dag), zero.predict(dag))
+    scaled = RecursiveNet(4, 3, len(vocab) + 2, init_scale=0.5, log_p_input=True, log_p_a=2.0,
+                          log_p_b=1.0).initialize()
+    np.testing.assert_allclose(scaled.predict(dag), plain.predict(dag) + 2 * dag.log_p + 1, rtol=1e-6)
+    _, backprop = scaled.begin_update(dag)
+    backprop(np.array([1.0, 0.0], dtype="f"))
+    assert scaled.get_grad("v")[0] == pytest.approx(2 * -3.0 + 1)
+
+
+def test_log_p_input_needs_log_probabilities_and_a_matching_load():
+    items = attachment_items(6)
+    learner = RecursiveNetLearner(width=4, epochs=1, optimizer=Adam(0.01), log_p_input=True)
+    learner.fit(*training_sets(learner, items))
+    with pytest.raises(StructPrefError, match="ScoredTrees"):
+        learner.utilities([Tree.fromstring(items[0].candidates[0])])
+    assert len(learner.utilities(ScoredTrees([Tree.fromstring(c) for c in items[0].candidates],
+                                             items[0].log_probs))) == 3
+    with pytest.raises(StructPrefError, match="log_p_input"):
+        RecursiveNetLearner(width=4).from_bytes(learner.to_bytes())
