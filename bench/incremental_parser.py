@@ -18,7 +18,8 @@ the scale of the beam's softmax is fitted on dev sentences
 (``AttachmentPredictor.fit_softmax_scale``; ``--keep-scale`` keeps the
 pipeline's).
 
-    NLTK_DATA=../shared/nltk_data python bench/incremental_parser.py [--train-size 3068] [--beam-width 4] [--save DIR] [--model DIR] [--tagger DIR] [--output JSON]
+    NLTK_DATA=../shared/nltk_data python bench/incremental_parser.py [--train-size 3068] [--beam-width 4]
+        [--save DIR] [--model DIR] [--tagger DIR] [--n-process 1] [--output JSON]
 """
 import argparse
 import time
@@ -71,7 +72,7 @@ def main():
     parser.add_argument("--batch-size", type=int, default=32, help="sentences per update")
     parser.add_argument("--save", type=Path, default=None, help="save the trained pipeline here")
     parser.add_argument("--beam-width", type=int, default=4)
-    parser.add_argument("--test-size", type=int, default=None, help="test sentences (default all)")
+    parser.add_argument("--test-size", type=int, default=0, help="test sentences (0: all)")
     parser.add_argument("--n-process", type=int, default=1,
                         help="parsing processes (nlp.pipe's n_process; cpu s is shown for 1 only)")
     parser.add_argument("--tagger", type=Path, default=None,
@@ -104,7 +105,7 @@ def main():
     if args.save is not None:
         nlp.to_disk(args.save)
 
-    gold = corpus_docs("ptb", "test", nlp.vocab, limit=args.test_size)
+    gold = corpus_docs("ptb", "test", nlp.vocab, limit=args.test_size or None)
     gold_trees = [doc_to_tree(d) for d in gold]
     sources = {"gold": [Doc(nlp.vocab, words=[t.text for t in d], tags=[t.tag_ for t in d]) for d in gold]}
     if args.tagger is not None:

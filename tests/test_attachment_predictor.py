@@ -173,6 +173,10 @@ def test_clear_errors(trained):
         pipe(words)
     with pytest.raises(StructPrefError, match="constituents"):
         pipe.initialize(lambda: [Example(words, words)])
+    with pytest.raises(StructPrefError, match="sample_size"):
+        pipe.initialize(lambda: [Example(words, words)], sample_size=-1)
+    with pytest.raises(StructPrefError, match="cannot load"):
+        pipe.from_bytes(b"\x93not msgpack")
 
 
 def test_gold_tags_augmenter():

@@ -23,10 +23,11 @@ augmenter ``spacy_structpref.gold_tags.v1`` does it for a corpus in a
 training config, ``bench/incremental_parser.py`` for the test split.
 
 Training reads only the reference Docs: ``initialize`` builds the CP
-inventory from their gold trees and initializes the learner on their
-preference sets, ``update`` takes one learner update on the preference sets
-of a batch (the perceptron: one pass over them, mistakes as the loss; the
-recursive net: one gradient step with spaCy's optimizer).
+inventory from their gold trees and initializes the learner on the
+preference sets of a sample of them, ``update`` takes one learner update
+on the preference sets of a batch (the perceptron: one pass over them,
+mistakes as the loss; the recursive net: one gradient step with spaCy's
+optimizer).
 
 Modules with compiled code (the kernels) and nltk load on first use, so that
 importing this factory stays cheap.
@@ -41,7 +42,7 @@ from spacy.tokens import Doc, Token
 from spacy.training import Example, validate_examples, validate_get_examples
 
 from ..errors import StructPrefError
-from ..saving import atomic_directory, check_saved
+from ..saving import atomic_directory, check_saved, load_errors
 
 FACTORY = "attachment_predictor"
 
@@ -234,19 +235,26 @@ class AttachmentPredictor(TrainablePipe):
         return getattr(self.learner, method)(sets, gold, **kwargs)
 
     def initialize(self, get_examples: Callable[[], Iterable[Example]], *,
-                   nlp: Optional[Language] = None) -> None:
+                   nlp: Optional[Language] = None, sample_size: int = 200) -> None:
         """Read the CP inventory off the examples' gold trees and initialize
-        the learner on their preference sets."""
+        the learner on the preference sets of the first ``sample_size``
+        trees (0: all), as spaCy initializes a model on a sample: the sets
+        fix only the recursive net's label vocabulary (a label first seen
+        later is its UNKNOWN label), and a treebank's sets, each with its
+        prefix tree, take gigabytes. In a training config:
+        ``[initialize.components.attachment_predictor] sample_size = 0``."""
         from ..incremental import CPInventory
 
         validate_get_examples(get_examples, "AttachmentPredictor.initialize")
+        if isinstance(sample_size, bool) or not isinstance(sample_size, int) or sample_size < 0:
+            raise StructPrefError(f"{self.name}: sample_size must be an integer >= 0, got {sample_size!r}")
         trees = self._gold_trees(eg.reference for eg in get_examples())
         if not trees:
             raise StructPrefError(
                 f"{self.name}: no training example has constituents in doc.spans[{self.cfg['spans_key']!r}] "
                 "(convert the treebank with `python -m spacy_structpref convert ptb corpus/ptb`)")
         self.inventory = CPInventory.from_trees(trees)
-        self._learn("initialize", self._preference_sets(trees))
+        self._learn("initialize", self._preference_sets(trees[:sample_size or None]))
 
     def _require_inventory(self) -> None:
         if self.inventory is None:
@@ -435,7 +443,8 @@ class AttachmentPredictor(TrainablePipe):
     def from_bytes(self, bytes_data: bytes, *, exclude=tuple()) -> "AttachmentPredictor":
         setters = {"cfg": self._load_cfg, "inventory": self._set_inventory,
                    "learner": lambda data: self.learner.from_bytes(data)}
-        util.from_bytes(bytes_data, setters, exclude)
+        with load_errors(self.name):
+            util.from_bytes(bytes_data, setters, exclude)
         return self
 
     def to_disk(self, path, *, exclude=tuple()) -> None:
@@ -452,8 +461,9 @@ class AttachmentPredictor(TrainablePipe):
         readers = {"cfg.json": lambda p: self._load_cfg(srsly.read_json(p)),
                    "inventory.json": lambda p: self._set_inventory(p.read_text(encoding="utf8")),
                    "learner": lambda p: self.learner.from_disk(p)}
-        util.from_disk(check_saved(path, FACTORY),
-                       {name: _if_exists(read) for name, read in readers.items()}, exclude)
+        path = check_saved(path, FACTORY)
+        with load_errors(f"{self.name} from {path}"):
+            util.from_disk(path, {name: _if_exists(read) for name, read in readers.items()}, exclude)
         return self
 
 
