@@ -8,8 +8,11 @@ candidate's index, its utility and every candidate's utility.
 The learner is a config block (``[components.parse_reranker.learner]``,
 registered functions of :mod:`spacy_structpref.learners.registrations`):
 the kernel voted perceptron, pairwise or setwise, with the subset-tree
-kernel or the composite kernel ``K_λ + b·log p·log p'`` (eq. 17), or the
-recursive network with the ``a·log p + b`` input (§6.3.2).
+kernel or the composite kernel ``K_λ + b·log p·log p'`` (eq. 17), or with
+the (tempered) forest kernel over each candidate's bracket-compatible
+sub-forest (``spacy_structpref.ForestKernel.v1``, Zhang et al. 2010; the
+``forest_parser`` must then store its forests), or the recursive network
+with the ``a·log p + b`` input (§6.3.2).
 
 Training data. ``initialize`` reads the gold trees of the examples and
 builds jackknifed k-best lists (:func:`~spacy_structpref.reranking.jackknife_lists`,
@@ -49,7 +52,7 @@ DEFAULT_LEARNER = {
                "tree_kernel": {"@misc": "spacy_structpref.TreeKernel.v1", "lam": 0.3, "sigma": 1,
                                "normalize": True}},
 }
-SETTINGS = ("k", "n_folds", "n_jobs", "set_tags", "spans_key")
+SETTINGS = ("k", "n_folds", "n_jobs", "min_gap", "set_tags", "spans_key")
 
 
 def register_rerank_extension() -> None:
@@ -62,14 +65,15 @@ def register_rerank_extension() -> None:
     "parse_reranker",
     assigns=["doc.spans", "token.tag", "doc._.rerank"],
     requires=["doc._.nbest"],
-    default_config={"learner": DEFAULT_LEARNER, "k": 50, "n_folds": 10, "n_jobs": None, "set_tags": True,
-                    "spans_key": "constituents", "scorer": {"@scorers": "spacy_structpref.parseval_scorer.v1"}},
+    default_config={"learner": DEFAULT_LEARNER, "k": 50, "n_folds": 10, "n_jobs": None, "min_gap": 0.05,
+                    "set_tags": True, "spans_key": "constituents",
+                    "scorer": {"@scorers": "spacy_structpref.parseval_scorer.v1"}},
     default_score_weights={"parseval_f": 1.0, "parseval_p": 0.0, "parseval_r": 0.0, "parseval_f_40": 0.0},
 )
 def make_parse_reranker(nlp: Language, name: str, learner, k: int, n_folds: int, n_jobs: Optional[int],
-                        set_tags: bool, spans_key: str, scorer: Optional[Callable]) -> "ParseReranker":
-    return ParseReranker(nlp.vocab, learner, name, k=k, n_folds=n_folds, n_jobs=n_jobs, set_tags=set_tags,
-                         spans_key=spans_key, scorer=scorer)
+                        min_gap: float, set_tags: bool, spans_key: str, scorer: Optional[Callable]) -> "ParseReranker":
+    return ParseReranker(nlp.vocab, learner, name, k=k, n_folds=n_folds, n_jobs=n_jobs, min_gap=min_gap,
+                         set_tags=set_tags, spans_key=spans_key, scorer=scorer)
 
 
 class ParseReranker(Pipe):
@@ -77,22 +81,25 @@ class ParseReranker(Pipe):
     reranked: the first k of each list; the ``forest_parser``'s k must be at
     least this), ``n_folds`` (jackknife folds for the training lists),
     ``n_jobs`` (worker processes that parse the folds; None: one per core),
-    ``set_tags``, ``spans_key`` (gold trees for ``initialize`` and scoring,
+    ``min_gap`` (a list's target is trained against its candidates of F1
+    lower by more than this; see ``reranking.scorers.training_sets``), ``set_tags``, ``spans_key`` (gold trees for ``initialize`` and scoring,
     and the chosen tree). See the module docstring for how training works."""
 
     def __init__(self, vocab, learner, name: str = "parse_reranker", *, k: int = 50, n_folds: int = 10,
-                 n_jobs: Optional[int] = None, set_tags: bool = True, spans_key: str = "constituents",
-                 scorer: Optional[Callable] = None):
+                 n_jobs: Optional[int] = None, min_gap: float = 0.05, set_tags: bool = True,
+                 spans_key: str = "constituents", scorer: Optional[Callable] = None):
         from ..learners.base import PreferenceLearner
 
         if not isinstance(learner, PreferenceLearner):
             raise StructPrefError(f"{name}: the learner must be a preference learner (e.g. "
                                   f"spacy_structpref.KernelPerceptron.v1), got a {type(learner).__name__}")
         self.vocab, self.name, self.learner, self.scorer = vocab, name, learner, scorer
-        self.cfg = {"k": k, "n_folds": n_folds, "n_jobs": n_jobs, "set_tags": set_tags, "spans_key": spans_key}
+        self.cfg = {"k": k, "n_folds": n_folds, "n_jobs": n_jobs, "min_gap": min_gap, "set_tags": set_tags,
+                    "spans_key": spans_key}
         self._check_cfg()
         self._lists: Optional[dict] = None  # words -> jackknifed RerankItem, from initialize
         self._ready = False  # the learner was initialized or loaded
+        self._warned = False  # about examples without a list
         from ..trees import register_extensions
         register_extensions()
         register_rerank_extension()
@@ -103,6 +110,8 @@ class ParseReranker(Pipe):
             raise StructPrefError(f"{self.name}: k must be at least 1, got {c['k']}")
         if c["n_folds"] < 2:
             raise StructPrefError(f"{self.name}: jackknifing needs n_folds >= 2, got {c['n_folds']}")
+        if not 0 <= c["min_gap"] < 1:
+            raise StructPrefError(f"{self.name}: min_gap is an F1 difference in [0, 1), got {c['min_gap']}")
         if c["n_jobs"] is not None and c["n_jobs"] < 1:
             raise StructPrefError(f"{self.name}: n_jobs must be at least 1 (or null), got {c['n_jobs']}")
         if not isinstance(c["spans_key"], str) or not c["spans_key"]:
@@ -144,7 +153,7 @@ class ParseReranker(Pipe):
         """Build the training lists (jackknifed, or read from ``lists``; see
         the module docstring) and initialize the learner on them."""
         from ..reranking import jackknife_lists, load_items, save_items
-        from ..reranking.scorers import first_k, training_sets
+        from ..reranking.scorers import first_k, learner_symbols, takes_forest, training_sets
         from ..trees.doc import doc_to_tree
 
         validate_get_examples(get_examples, f"{type(self).__name__}.initialize")
@@ -153,7 +162,7 @@ class ParseReranker(Pipe):
         parser_cfg = self.check_pipeline(nlp)
         path = ensure_path(lists) if lists else None
         if path is not None and path.exists():
-            items = load_items(path)
+            items = load_items(path, learner_symbols(self.learner))
         else:
             trees = [self._gold_tree(doc_to_tree(eg.reference, self.cfg["spans_key"])) for eg in get_examples()]
             trees = [t for t in trees if t is not None]
@@ -161,14 +170,15 @@ class ParseReranker(Pipe):
                 raise StructPrefError(f"{self.name}: no training example has constituents in "
                                       f"doc.spans[{self.cfg['spans_key']!r}]")
             items = jackknife_lists(trees, settings=parser_cfg, n_folds=self.cfg["n_folds"], k=self.cfg["k"],
-                                    n_jobs=self.cfg["n_jobs"], progress=True)
+                                    with_forest=takes_forest(self.learner), n_jobs=self.cfg["n_jobs"],
+                                    progress=True, symbols=learner_symbols(self.learner))
             if path is not None:
                 save_items(path, items)
         items = first_k(items, self.cfg["k"])
         if any(item.target is None for item in items):
             raise StructPrefError(f"{self.name}: the training lists need gold trees (targets)")
         self._lists = {tuple(item.words): item for item in items}
-        sets, gold = training_sets(self.learner, items)
+        sets, gold = training_sets(self.learner, items, self.cfg["min_gap"])
         if not len(sets):
             raise StructPrefError(f"{self.name}: no training list has two candidates to choose from")
         self.learner.initialize(sets, gold)
@@ -198,10 +208,12 @@ class ParseReranker(Pipe):
         examples = list(examples)
         words = [tuple(t.text for t in eg.reference) for eg in examples]
         unseen = sum(w not in self._lists for w in words)
-        if unseen:
+        if unseen and not self._warned:
             warnings.warn(f"{self.name}: {unseen} of {len(examples)} examples are not among the sentences "
-                          "it was initialized on (no jackknifed list): skipped")
-        sets, gold = training_sets(self.learner, [self._lists[w] for w in words if w in self._lists])
+                          "it was initialized on (no jackknifed list): skipped (warned once)")
+            self._warned = True
+        sets, gold = training_sets(self.learner, [self._lists[w] for w in words if w in self._lists],
+                                   self.cfg["min_gap"])
         if not len(sets):
             return losses
         step: Dict[str, float] = {}
@@ -222,7 +234,8 @@ class ParseReranker(Pipe):
 
     # ------------------------------------------------------------ reranking
     def predict(self, docs):
-        from ..reranking.scorers import utilities
+        from ..reranking.scorers import learner_symbols, takes_forest, utilities
+        from ..trees.forest import Forest
 
         if not self._ready:
             raise StructPrefError(f"{self.name} is not trained: call nlp.initialize() or load a trained pipeline")
@@ -237,7 +250,13 @@ class ParseReranker(Pipe):
                 raise StructPrefError(f"{self.name}: the Doc {doc.text[:40]!r} has no k-best list (doc._.nbest): "
                                       "a forest_parser must run before the parse_reranker")
             texts, log_probs = [t for _, t in nbest[:k]], [float(lp) for lp, _ in nbest[:k]]
-            out.append((texts, utilities(self.learner, texts, log_probs)))
+            forest = None
+            if takes_forest(self.learner) and len(texts) > 1:
+                if doc._.forest is None:
+                    raise StructPrefError(f"{self.name} scores with the forest kernel and the Doc has no forest: "
+                                          "set store_forest = true on the forest_parser")
+                forest = Forest.from_dict(doc._.forest, learner_symbols(self.learner))
+            out.append((texts, utilities(self.learner, texts, log_probs, forest)))
         return out
 
     def set_annotations(self, docs, predictions) -> None:

@@ -19,6 +19,7 @@ from thinc.api import Optimizer
 from .base import LearnerKernel, PreferenceLearner
 
 if TYPE_CHECKING:
+    from ..reranking.forest_kernel import ForestKernel
     from .kernels import CompositeKernel, LinearKernel, TreeKernel
     from .perceptron import KernelPerceptron
     from .recursive import RecursiveNetLearner
@@ -46,6 +47,16 @@ def make_composite_kernel(tree_kernel: LearnerKernel, b: float = 0.2) -> "Compos
     from .kernels import CompositeKernel
 
     return CompositeKernel(tree_kernel, b)
+
+
+@registry.misc("spacy_structpref.ForestKernel.v1")
+def make_forest_kernel(lam: float = 0.4, alpha: float = 1.0, normalize: bool = True) -> "ForestKernel":
+    """The forest kernel of Zhang et al. (2010), hyperedge probabilities
+    tempered by ``alpha``, with its own SymbolTable: for a
+    ``parse_reranker``'s perceptron (alone, or under a composite kernel)."""
+    from ..reranking.forest_kernel import ForestKernel
+
+    return ForestKernel(lam, alpha, normalize)
 
 
 @registry.misc("spacy_structpref.KernelPerceptron.v1")

@@ -15,7 +15,7 @@ from typing import List, Sequence, Tuple
 import numpy as np
 
 from ..errors import StructPrefError
-from ..trees.arrays import INT, SymbolTable
+from ..trees.arrays import SymbolTable
 from ..trees.forest import Forest
 
 

@@ -7,7 +7,9 @@ What a set holds depends on the learner: the candidates hash-consed into a
 recursive network, with the parser's log probabilities
 (:class:`~spacy_structpref.learners.ScoredTrees`) for the composite kernel
 (Menchetti et al. 2005, eq. 17) and the network's ``a·log p + b`` input
-(§6.3.2). Sets are built when a learner asks for them
+(§6.3.2), and for the forest kernel each candidate's bracket-compatible
+sub-forest of the sentence's forest (:mod:`.forest_kernel`). Sets are
+built when a learner asks for them
 (:class:`RerankSets`), so a training split of thousands of lists is never
 held as trees at once.
 """
@@ -20,6 +22,7 @@ from ..errors import StructPrefError
 from ..trees.arrays import SymbolTable
 from ..trees.brackets import bracketed_to_arrays
 from ..trees.dag import TreeSetDAG
+from ..trees.forest import Forest
 from .data import RerankItem
 
 
@@ -31,7 +34,20 @@ def takes_log_p(learner) -> bool:
     return isinstance(kernel, CompositeKernel) or bool(getattr(learner, "log_p_input", False))
 
 
-def _symbols(learner) -> SymbolTable:
+def _base_kernel(learner):
+    """The learner's kernel under a composite kernel's log p term (None: no kernel)."""
+    kernel = getattr(learner, "kernel", None)
+    return getattr(kernel, "tree_kernel", kernel)
+
+
+def takes_forest(learner) -> bool:
+    """Whether the learner scores candidates through the sentence's forest."""
+    from .forest_kernel import ForestKernel
+
+    return isinstance(_base_kernel(learner), ForestKernel)
+
+
+def learner_symbols(learner) -> SymbolTable:
     """The table a learner's sets are built with: a kernel's own (support and
     candidates must share production ids); a fresh one for the network,
     which reads labels by name."""
@@ -39,16 +55,28 @@ def _symbols(learner) -> SymbolTable:
     return kernel.symbols if kernel is not None else SymbolTable()
 
 
-def candidate_set(learner, candidates: Sequence[str], log_probs: Sequence[float]):
+def candidate_set(learner, candidates: Sequence[str], log_probs: Sequence[float], forest: Optional[Forest] = None):
     """The set ``learner`` scores for one k-best list (bracket strings, best
-    first, with their log probabilities)."""
+    first, with their log probabilities, and the pruned forest they came
+    from when the learner takes forests)."""
     from ..learners.kernels import ScoredTrees
 
     if len(candidates) != len(log_probs):
         raise StructPrefError(f"{len(candidates)} candidates with {len(log_probs)} log probabilities")
-    symbols = _symbols(learner)
-    dag = TreeSetDAG(bracketed_to_arrays(list(candidates), symbols).trees, symbols)
-    return ScoredTrees(dag, log_probs) if takes_log_p(learner) else dag
+    symbols = learner_symbols(learner)
+    if takes_forest(learner):
+        from .forest_kernel import candidate_brackets, compatible_subforest
+
+        if forest is None:
+            raise StructPrefError("the forest kernel needs each sentence's forest (forest_parser: store_forest = "
+                                  "true; rerank lists: with_forest=True)")
+        if forest.symbols is not symbols:
+            raise StructPrefError("mismatched vocabularies: read the forests into the kernel's SymbolTable")
+        alpha = _base_kernel(learner).alpha
+        trees = [compatible_subforest(forest, candidate_brackets(c), alpha) for c in candidates]
+    else:
+        trees = TreeSetDAG(bracketed_to_arrays(list(candidates), symbols).trees, symbols)
+    return ScoredTrees(trees, log_probs) if takes_log_p(learner) else trees
 
 
 class RerankSets(SequenceABC):
@@ -67,7 +95,8 @@ class RerankSets(SequenceABC):
         if isinstance(i, slice):
             return RerankSets(self.learner, self.items[i], self.keep[i])
         item, keep = self.items[i], self.keep[i]
-        return candidate_set(self.learner, [item.candidates[j] for j in keep], [item.log_probs[j] for j in keep])
+        return candidate_set(self.learner, [item.candidates[j] for j in keep], [item.log_probs[j] for j in keep],
+                             item.forest)
 
     def sizes(self) -> List[int]:
         return [len(k) for k in self.keep]
@@ -105,15 +134,17 @@ def training_sets(learner, items: Sequence[RerankItem], min_gap: float = 0.0) ->
     return RerankSets(learner, kept, keep), gold
 
 
-def utilities(learner, candidates: Sequence[str], log_probs: Sequence[float]) -> np.ndarray:
+def utilities(learner, candidates: Sequence[str], log_probs: Sequence[float],
+              forest: Optional[Forest] = None) -> np.ndarray:
     """U(x) of each candidate of one k-best list; a list of one tree (e.g.
     the parser's fallback) is not scored: its utility is 0."""
     if len(candidates) < 2:
         return np.zeros(len(candidates))
-    return np.asarray(learner.utilities(candidate_set(learner, candidates, log_probs)), dtype=float)
+    return np.asarray(learner.utilities(candidate_set(learner, candidates, log_probs, forest)), dtype=float)
 
 
 def rerank(learner, items: Sequence[RerankItem], k: Optional[int] = None) -> List[int]:
     """The chosen candidate of each item: the highest utility among its
     first ``k`` candidates (all by default); ties go to the parser's order."""
-    return [int(np.argmax(utilities(learner, item.candidates[:k], item.log_probs[:k]))) for item in items]
+    return [int(np.argmax(utilities(learner, item.candidates[:k], item.log_probs[:k], item.forest)))
+            for item in items]
