@@ -40,7 +40,7 @@ from spacy_structpref.reranking.forest_kernel import ForestKernel
 from spacy_structpref.reranking.scorers import candidate_set, first_k, rerank, training_sets
 from spacy_structpref.trees import SymbolTable
 
-GRID = [(lam, b) for lam in (0.2, 0.3) for b in (0.01, 0.03, 0.1)]  # the composite kernel's dev grid
+GRID = [(lam, b) for lam in (0.2, 0.3) for b in (0.003, 0.01, 0.03)]  # the composite kernel's dev grid
 ALPHAS = (0.5, 2.0)  # the tempered forest kernel's dev grid
 
 

@@ -17,6 +17,7 @@ from spacy_structpref.errors import StructPrefError
 from spacy_structpref.reranking import (
     count_fallbacks,
     evaluate,
+    evaluate_row,
     fold_assignment,
     format_rows,
     jackknife_lists,
@@ -271,6 +272,26 @@ def test_table_shows_both_blocks_and_every_row(jackknifed):
     assert text.count("PCFG 1-best") == 2 and text.count("oracle") == 2
     with pytest.raises(StructPrefError):
         format_rows([])
+
+
+def test_rerank_table_command_prints_the_saved_table_and_gains(jackknifed, tmp_path):
+    import srsly
+    from typer.testing import CliRunner
+
+    from spacy_structpref.cli import app
+
+    items = jackknifed
+    rows = [one_best_row(items), evaluate_row("second", items, [min(1, len(i) - 1) for i in items]),
+            oracle_row(items)]
+    srsly.write_json(tmp_path / "table.json", {"rows": rows})
+    out = CliRunner().invoke(app, ["rerank-table", str(tmp_path / "table.json")])
+    assert out.exit_code == 0, out.output
+    gain = rows[1]["<=40"]["F1"] - rows[0]["<=40"]["F1"]
+    assert out.output.count("second") == 3 and f"{gain:+6.2f}  second" in out.output
+    assert not any(line.endswith("  oracle") for line in out.output.splitlines())  # no gain for the oracle
+    srsly.write_json(tmp_path / "bad.json", {"rows": [{"name": "x", "<=40": {}}]})
+    out = CliRunner().invoke(app, ["rerank-table", str(tmp_path / "bad.json")])
+    assert out.exit_code == 1 and "not a reranking table" in " ".join(out.output.split())
 
 
 # ------------------------------------------------------------------ saving

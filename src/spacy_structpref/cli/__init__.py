@@ -116,6 +116,19 @@ def label_map_cli(
     typer.echo(f"wrote {draw_label_map(model, output)}")
 
 
+@command("rerank-table")
+def rerank_table_cli(
+    table_json: Path = typer.Argument(..., help="A reranking experiment's rows (bench/reranker.py --json)"),
+):
+    """Print a reranking experiment in the form of Menchetti et al. (2005),
+    Table 3, with each scorer's F1 gain (≤ 40 words) over the PCFG 1-best."""
+    from ..reranking.evaluation import format_gains, format_rows, read_rows
+
+    rows = read_rows(table_json)
+    typer.echo(format_rows(rows))
+    typer.echo(format_gains(rows))
+
+
 def _numbers(text: str, kind, what: str) -> list:
     try:
         return [kind(x) for x in text.split(",") if x.strip()]

@@ -79,3 +79,32 @@ def format_rows(rows: Sequence[Row]) -> str:
 
 def print_rows(rows: Sequence[Row]) -> None:
     print(format_rows(rows))
+
+
+def format_gains(rows: Sequence[Row], base: str = "PCFG 1-best", oracle: str = "oracle") -> str:
+    """Each scorer's F1 (≤ 40 words) minus the ``base`` row's, best first."""
+    names = [row["name"] for row in rows]
+    if base not in names:
+        raise StructPrefError(f"no {base!r} row among {names}")
+    f1 = rows[names.index(base)]["<=40"]["F1"]
+    gains = sorted(((row["<=40"]["F1"] - f1, row["name"]) for row in rows if row["name"] not in (base, oracle)),
+                   reverse=True)
+    return "\n".join(f"{gain:+6.2f}  {name}" for gain, name in gains)
+
+
+def read_rows(path) -> List[Row]:
+    """The rows of a table written as JSON (``{"rows": [...]}``), checked."""
+    import srsly
+
+    try:
+        rows = srsly.read_json(path)["rows"]
+        ok = all(isinstance(row["name"], str) and all(isinstance(row[key][c], (int, float))
+                                                      for key, _ in BLOCKS for c in COLUMNS) for row in rows)
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise StructPrefError(f"{path} is not a reranking table (JSON with rows of {', '.join(COLUMNS)} "
+                              f"for ≤ 40 and all): {type(err).__name__} {err}") from None
+    if not ok:
+        raise StructPrefError(f"{path} is not a reranking table: a row has a non-numeric figure or no name")
+    if not rows:
+        raise StructPrefError(f"{path} has no rows")
+    return rows
