@@ -9,7 +9,12 @@ Table 3; Collins & Duffy 2002), end to end.
    perceptron (VP) with the subset-tree kernel, pairwise and setwise; with
    the composite kernel ``K_λ + b·log p·log p'`` (eq. 17), λ and b tuned on
    dev (setwise) from a small grid; the recursive network with the
-   ``a·log p + b`` input, setwise and pairwise, its epoch chosen on dev.
+   ``a·log p + b`` input, setwise and pairwise; epochs chosen on dev. The
+   forest kernel (Zhang et al. 2010) and its tempered form (α on dev) over
+   each candidate's bracket-compatible sub-forest, beside the tree kernel on
+   the same data: the first ``--forest-sentences`` train lists, the top
+   ``--forest-k`` candidates (one forest kernel per support item and
+   candidate is too slow for all lists).
 3. Test: one table in Table 3's form (PCFG 1-best, every scorer, oracle),
    timings (VP training on the whole train split, reranking the 413 test
    lists, the DAG sharing's speed-up over plain kernel evaluation of the
