@@ -19,11 +19,9 @@ import statistics
 import time
 from pathlib import Path
 
-from spacy.util import registry
-from thinc.api import Config
-
 from spacy_structpref.corpora import ptb_trees
 from spacy_structpref.incremental import CandidateSets, CPInventory, foot_class, preference_sets
+from spacy_structpref.incremental.tables import learner_from_config
 from spacy_structpref.learners import KernelPerceptron, SpecialisedLearner, TreeKernel, loss_at_r
 from spacy_structpref.trees import SymbolTable
 
@@ -57,8 +55,7 @@ def main():
 
     def make_learner(seed: int):
         """The config's learner, seeded (one subset each), with the command line's overrides."""
-        config = Config().from_disk(config_path, overrides={**overrides, "learner.seed": seed})
-        return registry.resolve(config)["learner"]
+        return learner_from_config(config_path, {**overrides, "learner.seed": seed})
 
     train = ptb_trees("train")
     if args.subsets * args.size > len(train):

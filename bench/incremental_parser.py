@@ -32,7 +32,7 @@ from spacy.training import Example
 from spacy.util import load_model_from_config
 from thinc.api import Config
 
-from spacy_structpref.components.attachment_predictor import FACTORY
+from spacy_structpref.components.attachment_predictor import FACTORY, find_attachment_predictor
 from spacy_structpref.corpora import corpus_docs
 from spacy_structpref.scoring import evalb
 from spacy_structpref.trees import doc_to_tree
@@ -41,18 +41,11 @@ R = (1, 2, 5)
 CONFIG = Path(__file__).resolve().parent.parent / "configs" / "attachment_predictor.cfg"
 
 
-def attachment_pipe(nlp):
-    names = [name for name in nlp.pipe_names if nlp.get_pipe_meta(name).factory == FACTORY]
-    if not names:
-        raise SystemExit(f"the pipeline has no {FACTORY} (it has {nlp.pipe_names})")
-    return nlp.get_pipe(names[0])
-
-
 def train(config_path: Path, size, epochs: int, batch_size: int):
     """A blank pipeline from the config, trained on the first ``size`` train
     sentences: ``initialize``, then ``epochs`` passes of ``update``."""
     nlp = load_model_from_config(Config().from_disk(config_path), auto_fill=True)
-    pipe = attachment_pipe(nlp)
+    pipe = find_attachment_predictor(nlp)
     examples = [Example(doc, doc) for doc in corpus_docs("ptb", "train", nlp.vocab, limit=size)]
     sgd = nlp.initialize(lambda: examples)  # [training.optimizer]: a recursive net's steps
     losses = {}
@@ -91,7 +84,7 @@ def main():
     else:
         nlp, n, loss = train(args.config, args.train_size, args.epochs, args.batch_size)
         trained = f"trained on {n} sentences ({loss:.0f} loss)"
-    pipe = attachment_pipe(nlp)
+    pipe = find_attachment_predictor(nlp)
     t_train = time.perf_counter() - t0
     print(f"{FACTORY}: {trained} in {t_train:.1f} s; {type(pipe.prototype).__name__}, "
           f"{'reduced' if pipe.cfg['reduced'] else 'full'} trees"

@@ -23,7 +23,8 @@ from spacy_structpref.kernels import TreeBatch, dag_kernel_block, dag_nbytes, gr
 from spacy_structpref.kernels.trees import _raw_gram
 from spacy_structpref.trees import SymbolTable, TreeSetDAG, trees_to_arrays
 
-SHARED_BENCH = Path(__file__).resolve().parents[2] / "shared" / "bench"
+# the reference kernel and tree dump: $STRUCTPREF_BENCH, default ../shared/bench beside the checkout
+SHARED_BENCH = Path(os.environ.get("STRUCTPREF_BENCH") or Path(__file__).resolve().parents[2] / "shared" / "bench")
 KNOWN = {"sum_raw": 157919.7957, "sum_normalized": 2947.7186}  # ../shared/bench/README.md, 4 decimals
 PEER_EVALS_PER_S, PEER_TREES = 457_000, 3914  # ../shared/bench/README.md: SVM-Light-TK 1.5 on all 3,914 trees
 

@@ -39,7 +39,7 @@ from spacy_structpref.corpora import ptb_trees
 from spacy_structpref.kernels import TreeBatch, dag_kernel_block, gram
 from spacy_structpref.learners import CompositeKernel, KernelPerceptron, RecursiveNetLearner, TreeKernel
 from spacy_structpref.learners.base import Subsequence
-from spacy_structpref.reranking import (evaluate_row, jackknife_lists, load_items, one_best_row, oracle_row,
+from spacy_structpref.reranking import (FORMAT_VERSION, evaluate_row, jackknife_lists, load_items, one_best_row, oracle_row,
                                         parse_lists, parser_from_trees, print_rows, save_items)
 from spacy_structpref.reranking.forest_kernel import ForestKernel
 from spacy_structpref.reranking.scorers import candidate_set, first_k, rerank, training_sets
@@ -62,7 +62,9 @@ def cached_lists(cache: Path, k: int, n_folds: int, n_jobs: int, limit=None, for
     there has these settings, else parsed and saved there. Forests are
     read into ``symbols``."""
     meta = {"k": k, "n_folds": n_folds, "limit": limit}
-    fresh = not (cache / "meta.json").exists() or srsly.read_json(cache / "meta.json") != meta
+    stored = srsly.read_json(cache / "meta.json") if (cache / "meta.json").exists() else {}
+    fresh = {key: stored.get(key) for key in meta} != meta
+    rescored = stored.get("format") != FORMAT_VERSION  # lists of an older format: scores recomputed on load
     symbols = symbols if symbols is not None else SymbolTable()
     train_trees = ptb_trees("train")[:limit]
     out, parser = {}, None
@@ -73,7 +75,9 @@ def cached_lists(cache: Path, k: int, n_folds: int, n_jobs: int, limit=None, for
             path = full if forests or not light.exists() else light
             items = load_items(path, symbols)
             print(f"{split}: {len(items)} lists read from {path} ({time.perf_counter() - t0:.0f} s)", flush=True)
-            if not light.exists():
+            if rescored and path == full:
+                save_items(full, items)
+            if rescored or not light.exists():
                 _save_light(light, items)
             out[split] = items
             continue
@@ -88,7 +92,8 @@ def cached_lists(cache: Path, k: int, n_folds: int, n_jobs: int, limit=None, for
         save_items(full, items)
         _save_light(light, items)
         out[split] = items if forests else [replace(item, forest=None) for item in items]
-    srsly.write_json(cache / "meta.json", meta)
+    if not rescored or forests:  # the forest files are rewritten only when they are read
+        srsly.write_json(cache / "meta.json", {**meta, "format": FORMAT_VERSION})
     return out
 
 
@@ -229,6 +234,8 @@ def main():
     ap.add_argument("--n-jobs", type=int, default=os.cpu_count())
     ap.add_argument("--epochs", type=int, default=2, help="most VP epochs (the best on dev is kept)")
     ap.add_argument("--rnn-epochs", type=int, default=6, help="most RNN epochs (the best on dev is kept)")
+    ap.add_argument("--composite", default=None, metavar="LAM,B",
+                    help="the composite kernel's λ and b (default: chosen on dev from the grid)")
     ap.add_argument("--gap", type=float, default=0.05,
                     help="candidates within this F1 of the target are not trained against")
     ap.add_argument("--forest-sentences", type=int, default=200, help="0: no forest-kernel rows")
@@ -248,13 +255,17 @@ def main():
 
     rows, timings = [one_best_row(test)], []
     best = None  # the setwise composite perceptron of the best dev F1 over the (λ, b) grid
-    for lam, b in GRID[:1] if args.max_steps else GRID:
+    grid = GRID[:1] if args.max_steps else GRID
+    if args.composite:
+        grid = [tuple(float(x) for x in args.composite.split(","))]
+    for lam, b in grid:
         learner, secs, epoch, score = train_vp(CompositeKernel(TreeKernel(lam), b), "setwise", train, dev,
                                                args.epochs, args.gap, f"composite λ={lam} b={b}")
         if best is None or score > best[0]:
             best = (score, lam, b, learner, secs, epoch)
     _, lam, b, composite, secs, epoch = best
-    print(f"composite kernel: λ = {lam}, b = {b}, {epoch} epoch(s) (dev)", flush=True)
+    print(f"composite kernel: λ = {lam}, b = {b} ({'given' if args.composite else 'dev'}), {epoch} epoch(s) (dev)",
+          flush=True)
     for name, kernel in (("tree", lambda: TreeKernel(lam)), ("composite", lambda: CompositeKernel(TreeKernel(lam), b))):
         for loss in ("pairwise", "setwise"):
             if loss == "setwise" and name == "composite":
@@ -277,7 +288,7 @@ def main():
     print(f"\nload {load()}")
     for line in timings:
         print(line)
-    print(f"\nVP: kernel voted perceptron, λ = {lam}; composite: K_λ + b·log p·log p', b = {b} (dev); "
+    print(f"\nVP: kernel voted perceptron, λ = {lam}; composite: K_λ + b·log p·log p', b = {b} ({'given' if args.composite else 'dev'}); "
           f"forest: the composite kernel over bracket-compatible sub-forests, (Ns kK): trained on the first N "
           f"train lists, reranking the top K; candidates within {args.gap} F1 of the target are not trained against")
     print_rows(rows)

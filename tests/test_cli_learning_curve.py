@@ -1,12 +1,14 @@
 import json
 import statistics
+import time
 from pathlib import Path
 
 import pytest
 from spacy.tokens import DocBin
 
 from spacy_structpref.cli.convert import convert
-from spacy_structpref.cli.learning_curve import learning_curve, summarize, table, write_subsets
+from spacy_structpref.cli.learning_curve import (_run_all, job_order, learning_curve, summarize, table,
+                                                 write_subsets)
 from spacy_structpref.errors import StructPrefError
 
 CONFIGS = Path(__file__).parent.parent / "configs"
@@ -94,3 +96,47 @@ def test_failed_run_reports_its_log(tiny_ptb, tmp_path):
                        test_path=tiny_ptb / "test.spacy", fractions=[1.0], seeds=[0], progress=False,
                        overrides=["--components.distro_tagger.w_steps", "0"])
     assert not list(tmp_path.glob("runs/*/*/scores*.json"))  # no partial scores left behind
+
+
+def _plans(tmp_path, names):
+    return [{"run_dir": tmp_path / name, "train_cmd": [], "eval_cmd": [], "recorded": {"run": name}}
+            for name in names]
+
+
+def test_progress_counts_training_tokens(tmp_path, capsys):
+    """The bar advances by each run's training tokens (a run of 8× the data
+    takes about 8× the time), and runs resumed from an earlier call start it."""
+    jobs, tokens = ["small", "large"], {"small": 1000, "large": 8000}
+    plans = _plans(tmp_path, jobs)
+    (tmp_path / "small").mkdir()
+    (tmp_path / "small" / "scores.json").write_text('{"tag_acc": 0.5}')
+    (tmp_path / "small" / "commands.json").write_text(json.dumps(plans[0]["recorded"]))
+    runs = _run_all(jobs, plans, lambda job, plan: {"job": job}, tokens, n_jobs=2, progress=True)
+    assert runs == [{"job": "small"}, {"job": "large"}]  # in job order
+    bar = capsys.readouterr().err
+    assert "1.00k/9.00k" in bar and "9.00k/9.00k" in bar and "tok" in bar
+
+
+def test_first_failure_cancels_the_runs_not_started(tmp_path):
+    started = []
+
+    def one(job, plan):
+        started.append(job)
+        if job == "a":
+            raise StructPrefError(f"run {job} failed")
+        time.sleep(0.5)  # "b" may start before the failure is seen; "c" must not
+
+    jobs = ["a", "b", "c"]
+    with pytest.raises(StructPrefError, match="run a failed"):
+        _run_all(jobs, _plans(tmp_path, jobs), one, dict.fromkeys(jobs, 1), n_jobs=1, progress=False)
+    assert started[0] == "a" and "c" not in started
+
+
+def test_runs_go_seed_by_seed_largest_first():
+    """Each seed's pass completes a curve, and the large runs come first so that
+    the token rate the progress bar's ETA uses is not measured on the small
+    runs, whose fixed costs make them slow per token."""
+    order = job_order(["distro", "ssvm"], [0.25, 1.0, 0.5], [0, 1])
+    assert order[:6] == [("distro", 1.0, 0), ("ssvm", 1.0, 0), ("distro", 0.5, 0), ("ssvm", 0.5, 0),
+                         ("distro", 0.25, 0), ("ssvm", 0.25, 0)]
+    assert [seed for _, _, seed in order[6:]] == [1] * 6 and len(set(order)) == 12

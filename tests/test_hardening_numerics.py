@@ -165,6 +165,7 @@ def shaped_trees(draw):
     return tree
 
 
+@pytest.mark.fuzz
 @settings(max_examples=30, deadline=None)
 @given(shaped_trees(), shaped_trees(), st.sampled_from([1e-300, 1e-8, 0.4, 1.0]), st.sampled_from([0, 1]))
 def test_normalised_kernels_are_cosines(a, b, lam, sigma):

@@ -151,6 +151,7 @@ def test_malformed_grammar_data_is_a_clear_error(copy):
         load("forest_parser", path)
 
 
+@pytest.mark.fuzz
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_any_grammar_id_out_of_range_is_a_grammar_error(saved, data):
@@ -222,6 +223,7 @@ def test_a_node_with_other_children_than_its_production_is_refused():
         _rebuilt(big, prod=prod)
 
 
+@pytest.mark.fuzz
 @settings(max_examples=300, deadline=None)
 @given(trees(), st.sampled_from(ARRAY_FIELDS), st.integers(0, 50), st.integers(-60, 60))
 def test_corrupted_tree_arrays_are_refused_or_still_a_tree(tree, field, index, value):
@@ -449,6 +451,7 @@ def _restore(saved: Path, scratch: Path) -> None:
     shutil.copytree(saved, scratch)
 
 
+@pytest.mark.fuzz
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_fuzz_damaged_saves_are_always_refused(saved, scratch, data):
@@ -461,6 +464,7 @@ def test_fuzz_damaged_saves_are_always_refused(saved, scratch, data):
         _restore(saved[name], scratch[name])
 
 
+@pytest.mark.fuzz
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_fuzz_crafted_grammar_and_support_never_crash(saved, scratch, data):

@@ -18,13 +18,14 @@ from spacy_structpref.trees import (SymbolTable, TreeArrays, parse_bracketed, to
 
 from strategies import trees
 
-BENCH = Path(__file__).resolve().parents[2] / "shared" / "bench"
+# the reference kernel and tree dump (README: Development); default: ../shared/bench beside the checkout
+BENCH = Path(os.environ.get("STRUCTPREF_BENCH") or Path(__file__).resolve().parents[2] / "shared" / "bench")
 NLTK_DATA = Path(__file__).resolve().parents[2] / "shared" / "nltk_data"
 
 
 def _ref():
     if not (BENCH / "ref_sst.py").is_file():
-        pytest.skip(f"reference kernel {BENCH / 'ref_sst.py'} not found (needs ../shared beside the checkout)")
+        pytest.skip(f"reference kernel {BENCH / 'ref_sst.py'} not found: set STRUCTPREF_BENCH to the folder that holds it")
     sys.path.insert(0, str(BENCH))
     try:
         import ref_sst
@@ -43,7 +44,7 @@ def ref_matrix(lines, lam):
 def ptb_lines(tmp_path_factory):
     """The first 30 PTB-sample trees prepared exactly as dump_trees.py does."""
     if not (BENCH / "dump_trees.py").is_file():
-        pytest.skip(f"{BENCH / 'dump_trees.py'} not found (needs ../shared beside the checkout)")
+        pytest.skip(f"{BENCH / 'dump_trees.py'} not found: set STRUCTPREF_BENCH to the folder that holds it")
     out = tmp_path_factory.mktemp("dump")
     # absolute: dump_trees.py runs in another directory
     env = dict(os.environ, NLTK_DATA=str(Path(os.environ.get("NLTK_DATA", NLTK_DATA)).resolve()))

@@ -347,8 +347,8 @@ def test_learner_checks_its_kernel():
 def test_registered_learners_load_cheaply():
     ours = {ep.name: ep for ep in entry_points(group="spacy_misc") if ep.value.startswith("spacy_structpref")}
     assert sorted(ours) == sorted(f"spacy_structpref.{name}.v1" for name in (
-        "CompositeKernel", "ForestKernel", "KernelPerceptron", "LinearKernel", "RecursiveNetLearner",
-        "SpecialisedLearner", "TreeKernel"))
+        "CompositeKernel", "FootClasses", "ForestKernel", "KernelPerceptron", "LinearKernel",
+        "RecursiveNetLearner", "SpecialisedLearner", "TreeKernel"))
     for name, ep in ours.items():
         assert registry.misc.get(name) is ep.load()
     code = ("import sys\n"

@@ -26,7 +26,7 @@ def test_gold_against_gold_is_perfect_on_ptb_test():
 def test_gold_brackets_exclude_top_preterminals_and_punctuation():
     br, leaves = brackets(P(GOLD))
     assert sorted(br) == sorted([("S", 0, 6), ("NP", 0, 2), ("VP", 2, 6), ("PP", 3, 6), ("NP", 4, 6)])
-    assert len(leaves) == 7
+    assert len(leaves) == 6 and (".", ".") not in leaves  # punctuation terminals are deleted
 
 
 def test_wrong_attachment_hand_computed():
@@ -91,21 +91,49 @@ def test_length_cutoff_counts_punctuation():
     assert r.all.sentences == 2 and r.short.sentences == 1
 
 
-def test_missing_parse_scores_zero_brackets():
-    r = evalb([P(GOLD)], [None])
-    assert r.all.recall == 0.0 and r.all.test == 0 and r.all.gold == 5
+def test_missing_parse_is_skipped_as_evalb_skips_an_empty_line():
+    r = evalb([P(GOLD), P(GOLD)], [None, P(GOLD)])
+    assert (r.all.sentences, r.all.skipped, r.all.valid) == (2, 1, 1)
+    assert r.all.recall == 100.0 and r.all.gold == 5 and r.all.exact_match == 100.0
+    assert r.sentences[0].status == 2 and not r.sentences[0].valid and r.messages == []
 
 
-def test_word_mismatch_and_count_mismatch_raise():
-    with pytest.raises(StructPrefError, match="different words"):
-        stats(GOLD, GOLD.replace("mat", "hat"))
+def test_word_mismatch_is_an_error_sentence_and_count_mismatch_raises():
+    r = evalb([P(GOLD), P(GOLD)], [P(GOLD.replace("mat", "hat")), P(GOLD)])
+    assert (r.all.errors, r.all.valid, r.all.f1) == (1, 1, 100.0)
+    assert r.messages == [(0, "1 : Words unmatch (mat|hat)")]
     with pytest.raises(StructPrefError, match="test trees"):
         evalb([P(GOLD)], [])
+
+
+def test_punctuation_tagged_as_a_word_is_a_length_error():
+    s = stats(GOLD, GOLD.replace("(. .)", "(NN .)"))
+    assert (s.status, s.gold, s.test, s.matched, s.length) == (1, 5, 0, 0, 7)  # F1 0: never a reranking target
+
+
+def test_phrase_labelled_like_punctuation_is_deleted_and_unlabelled_root_counts():
+    s = stats("( (S (NP (DT a) (NN b)) (VP (VBZ c))))", "( (S (, (DT a) (NN b)) (VP (VBZ c))))")
+    assert (s.gold, s.test, s.matched) == (4, 3, 3)  # root "", S, NP, VP against root "", S, VP
+
+
+def test_evalb_stops_after_max_error_plus_one_errors():
+    from dataclasses import replace
+
+    from spacy_structpref.scoring.parseval import COLLINS, EvalbStopped
+
+    bad = P(GOLD.replace("mat", "hat"))
+    assert evalb([P(GOLD)] * 11, [bad] * 11).all.errors == 11  # EVALB exits at the 12th
+    with pytest.raises(EvalbStopped, match="MAX_ERROR 10"):
+        evalb([P(GOLD)] * 12, [bad] * 12)
+    assert evalb([P(GOLD)] * 12, [bad] * 12, replace(COLLINS, max_error=None)).all.errors == 12
+    with pytest.raises(StructPrefError, match="max_error"):
+        replace(COLLINS, max_error=-1)
 
 
 def test_table_has_both_columns():
     text = evalb([P(GOLD)], [P(GOLD)]).table()
     assert "len<=40" in text and "Bracketing F-measure" in text and "100.00" in text
+    assert "Error sentences" in text and "Skipped sentences" in text
 
 
 def test_spacy_scorer_on_examples(nlp):
@@ -121,5 +149,48 @@ def test_spacy_scorer_on_examples(nlp):
     scores = scorer([Example(pred, gold)])
     assert scores["parseval_f"] == pytest.approx(0.8) and scores["parseval_f_40"] == pytest.approx(0.8)
     assert scores["parseval_cb"] == 0.0
+    assert scores["parseval_errors"] == scores["parseval_skipped"] == 0
     empty = nlp.make_doc(gold.text)
-    assert scorer([Example(empty, gold)])["parseval_r"] == 0.0
+    scores = scorer([Example(empty, gold)])
+    assert scores["parseval_r"] == 0.0 and scores["parseval_skipped"] == 1
+
+
+def test_lines_as_evalb_reads_them():
+    from spacy_structpref.scoring.parseval import evalb_lines
+
+    line = "(TOP (S (NP (PRP He)) (VP (VBD left))))"
+    r = evalb_lines([line, "", line], [line, "", line + "\0 (junk"])  # a NUL ends the line
+    assert (r.all.sentences, r.all.skipped, r.all.valid, r.all.f1) == (3, 1, 2, 100.0)
+    r = evalb_lines([line, line], [line])
+    assert r.messages == [(1, "2 : Number of lines unmatch (too many lines in gold file)")]
+    assert r.all.sentences == 1
+    r = evalb_lines([line], [line, line])
+    assert r.messages == [(1, "2 : Number of lines unmatch (too many lines in test file)")]
+    r = evalb_lines([line], ["(TOP (S (NP (PRP He)) (VP (VBD left))"])  # EVALB: an error, counts shown
+    assert r.messages == [(0, "1 : Bracketing is unbalanced (too many open bracket)")]
+    assert r.sentences[0].status == 1 and r.sentences[0].matched == 2  # the unclosed S matches nothing
+
+
+@pytest.mark.parametrize("bad,match", [
+    ("(TOP (S (NP He (PRP he)) (VP (VBD left))))", "line 1: more than two elements"),
+    ("(TOP (S (NP (PRP He))) (VP (VBD left))))", "line 1: unbalanced"),
+    ("He (TOP (S (NP (PRP He)) (VP (VBD left))))", "line 1: 'He"),
+])
+def test_lines_evalb_cannot_read_raise_with_the_line(bad, match):
+    from spacy_structpref.scoring.parseval import evalb_lines
+
+    with pytest.raises(StructPrefError, match=match):
+        evalb_lines(["(TOP (S (NP (PRP He)) (VP (VBD left))))"], [bad])
+
+
+def test_word_outside_a_preterminal_in_a_tree_raises():
+    from nltk.tree import Tree
+
+    with pytest.raises(StructPrefError, match="only child"):
+        sentence_stats(P(GOLD), Tree("TOP", [Tree("S", ["a", Tree("NN", ["b"])])]))
+
+
+def test_deep_trees_are_read_without_recursion():
+    deep = "(TOP " + "(S " * 5000 + "(NN w)" + ")" * 5001
+    s = stats(deep, deep)
+    assert s.gold == s.test == s.matched == 5000

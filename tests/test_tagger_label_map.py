@@ -31,8 +31,38 @@ def model_dir(tmp_path_factory):
 
 @pytest.mark.parametrize("suffix,magic", [(".png", b"\x89PNG"), (".svg", b"<?xml")])
 def test_draws_map(model_dir, tmp_path, suffix, magic):
-    out = draw_label_map(model_dir, tmp_path / f"map{suffix}")
+    out, label_space = draw_label_map(model_dir, tmp_path / f"map{suffix}")
     assert out.read_bytes().startswith(magic)
+    assert "effective rank" in label_space and "no structure" not in label_space
+
+
+def test_one_hot_label_space_says_it_has_no_structure(tmp_path):
+    """One-hot label vectors (the SSVM baseline, or DISTRO before its first A
+    step): every similarity is 0, and the output says so instead of listing
+    zeros in alphabetical order as if they meant something."""
+    nlp = spacy.blank("en")
+    tagger = nlp.add_pipe("distro_tagger")
+    examples = [Example(Doc(nlp.vocab, words=[t.text for t in d]), d)
+                for d in corpus_docs("ptb", "train", nlp.vocab, limit=10)]
+    nlp.initialize(lambda: examples)
+    n = len(tagger.labels)
+    assert not tagger.has_label_structure and tagger.effective_rank == n
+    assert tagger.describe_label_space().startswith(f"{n} tags, label vectors of d = {n}, effective rank {n}: "
+                                                     "orthogonal label vectors, every similarity is 0")
+    with pytest.warns(UserWarning, match=f"effective rank {n}: orthogonal .* no tag is closer to 'NN'"):
+        sims = tagger.most_similar("NN", n=3)
+    assert [s for _, s in sims] == [0.0, 0.0, 0.0]
+    nlp.to_disk(tmp_path / "onehot")
+    out, label_space = draw_label_map(tmp_path / "onehot", tmp_path / "map.png")
+    assert out.is_file() and "no structure yet" in label_space
+
+
+def test_trained_label_space_has_structure(model_dir, recwarn):
+    tagger = spacy.load(model_dir).get_pipe("distro_tagger")
+    assert tagger.has_label_structure and tagger.effective_rank <= 6
+    sims = tagger.most_similar("NN", n=3)
+    assert not [w for w in recwarn if issubclass(w.category, UserWarning)]
+    assert sims[0][1] >= sims[1][1] >= sims[2][1] and sims[0][1] > 0
 
 
 def test_similarity_matrix(model_dir):

@@ -80,6 +80,7 @@ def _same_arrays(a, b):
     assert a.n_words == b.n_words
 
 
+@pytest.mark.fuzz
 @settings(max_examples=150, deadline=None)
 @given(st.lists(bracket_texts(), max_size=4), st.lists(bracket_texts(), max_size=2))
 def test_batch_reading_matches_parse_bracketed(texts, read_before):
@@ -110,6 +111,7 @@ def maybe_broken_texts(draw):
     return draw(st.sampled_from([" ", "\u00a0"])).join(toks)
 
 
+@pytest.mark.fuzz
 @settings(max_examples=300, deadline=None)
 @given(maybe_broken_texts())
 def test_batch_reading_fails_as_parse_bracketed(text):
@@ -204,6 +206,7 @@ def escaped(tree):
     return Tree(escape_label(tree.label()), kids)
 
 
+@pytest.mark.fuzz
 @settings(max_examples=300, deadline=None)
 @given(text_trees())
 def test_any_tree_of_text_round_trips_or_is_refused(tree):

@@ -29,3 +29,11 @@ class SavedModelError(StructPrefError):
 class GrammarError(StructPrefError):
     """A grammar's states, rules or lexicon are inconsistent (e.g. an id
     outside its state list), whether built by hand or loaded from a file."""
+
+
+class CorpusWarning(UserWarning):
+    """Bad sentences were left out of a corpus, as asked (``skip_bad``)."""
+
+
+class GrammarWarning(UserWarning):
+    """Bad trees were left out of a grammar's training, as asked (``skip_bad_trees``)."""

@@ -8,6 +8,7 @@ import typer
 from wasabi import Printer
 
 from ..errors import StructPrefError
+from .project_steps import TIMINGS
 
 app = typer.Typer(name="spacy_structpref", no_args_is_help=True, add_completion=False,
                   help="spacy-structpref: data preparation, evaluation and inspection commands.")
@@ -33,6 +34,7 @@ def command(name: str, **settings) -> Callable[[Callable], Callable]:
 
 
 DATA_HELP = "NLTK data root to read corpora from (default: $NLTK_DATA)"
+MAX_ERRORS_HELP = "Stop after this many error sentences and one more, as EVALB's -e (negative: never)"
 
 
 def _data_root(data: Optional[Path]) -> None:
@@ -60,12 +62,13 @@ def convert_cli(
     output_dir: Path = typer.Argument(..., help="Where train/dev/test .spacy files go"),
     data: Optional[Path] = typer.Option(None, "--data", help=DATA_HELP),
     limit: Optional[int] = typer.Option(None, "--limit", help="Only the first N sentences of each split"),
+    skip_bad: bool = typer.Option(False, "--skip-bad", help="Leave out bad sentences (counted) rather than fail"),
 ):
     """Convert a corpus to train/dev/test .spacy files and print a summary table."""
     from .convert import convert
 
     _data_root(data)
-    convert(corpus, output_dir, limit=limit)
+    convert(corpus, output_dir, limit=limit, skip_bad=skip_bad)
 
 
 @command("evaluate-parse")
@@ -74,11 +77,33 @@ def evaluate_parse_cli(
     data_path: Path = typer.Argument(..., help=".spacy file with gold constituents"),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the scores as JSON"),
     batch_size: int = typer.Option(32, "--batch-size"),
+    max_errors: int = typer.Option(10, "--max-errors", "-e", help=MAX_ERRORS_HELP),
 ):
     """Parse the gold Docs' words and print the EVALB (PARSEVAL) table."""
     from .evaluate import evaluate_parse
 
-    evaluate_parse(model, data_path, output=output, batch_size=batch_size)
+    evaluate_parse(model, data_path, output=output, batch_size=batch_size,
+                   max_errors=max_errors if max_errors >= 0 else None)
+
+
+@command("evalb")
+def evalb_cli(
+    gold: Path = typer.Argument(..., help="Gold trees, one bracketed tree a line"),
+    test: Path = typer.Argument(..., help="Test trees, line by line with the gold file"),
+    max_errors: int = typer.Option(10, "--max-errors", "-e", help=MAX_ERRORS_HELP),
+    cutoff: int = typer.Option(40, "--cutoff", "-c", help="Length cut-off of the second summary"),
+):
+    """EVALB with COLLINS.prm (evalb -p COLLINS.prm GOLD TEST): its table on
+    stdout, its errors on stderr, character for character."""
+    from dataclasses import replace
+
+    from ..scoring.parseval import COLLINS, evalb_files
+
+    result = evalb_files(gold, test, replace(COLLINS, cutoff_length=cutoff,
+                                             max_error=max_errors if max_errors >= 0 else None))
+    for _, message in result.messages:
+        typer.echo(message, err=True)
+    typer.echo(result.report(), nl=False)
 
 
 @command("draw-tree")
@@ -113,7 +138,8 @@ def label_map_cli(
     """Draw the label similarity map of a trained distro_tagger."""
     from .label_map import draw_label_map
 
-    typer.echo(f"wrote {draw_label_map(model, output)}")
+    path, label_space = draw_label_map(model, output)
+    typer.echo(f"wrote {path}: {label_space}")
 
 
 @command("rerank-table")
@@ -161,6 +187,37 @@ def learning_curve_cli(
                             overrides=list(ctx.args), metric=metric, plot=plot)
     typer.echo(result["table"])
     typer.echo(f"wrote {output_dir / 'learning_curve.json'} and {result['plot']}")
+
+
+@command("timed", context_settings={"ignore_unknown_options": True})
+def timed_cli(
+    step: str = typer.Argument(..., help="Name of the project step this command belongs to"),
+    cmd: List[str] = typer.Argument(..., help="The command, after --"),
+    timings: Path = typer.Option(TIMINGS, "--timings", help="Where step times are recorded"),
+):
+    """Run a command of a project step, print its time and record it (for `summary`).
+    The command's exit status is this command's."""
+    from .project_steps import run_timed
+
+    status = run_timed(step, list(cmd), timings)
+    if status:
+        raise typer.Exit(status)
+
+
+@command("summary")
+def summary_cli(
+    project_dir: Path = typer.Option(Path("."), "--project", help="Directory of project.yml"),
+    workflow: str = typer.Option("all", "--workflow", help="Workflow whose steps to list"),
+    timings: Path = typer.Option(TIMINGS, "--timings", help="Step times recorded by `timed`"),
+):
+    """Print every step of a project workflow with its time and key figure."""
+    from .project_steps import summary
+
+    typer.echo(summary(project_dir, workflow, timings))
+
+
+from . import scale_out  # noqa: E402,F401  (registers parse-corpus, jackknife-lists, gram: dask clusters)
+from . import attachment  # noqa: E402,F401  (registers attachment-tables, attachment-pca, attachment-alternatives)
 
 
 def main() -> None:

@@ -5,14 +5,19 @@ from typing import Dict, List, Optional
 from wasabi import msg
 
 
-def convert(corpus: str, output_dir: Path, limit: Optional[int] = None) -> List[Dict[str, object]]:
+def convert(corpus: str, output_dir: Path, limit: Optional[int] = None,
+            skip_bad: bool = False) -> List[Dict[str, object]]:
+    """Write ``train``/``dev``/``test.spacy``; ``skip_bad``: leave out bad
+    sentences (counted in the table's ``skipped`` column) rather than fail."""
+    import warnings
+
     import spacy
     from spacy.tokens import DocBin
     from tqdm import tqdm
 
     from ..corpora import SPLITS, corpus_items, item_to_doc
     from ..corpora.readers import CORPORA
-    from ..errors import CorpusError
+    from ..errors import CorpusError, CorpusWarning
     from ..saving import atomic_file
     from ..trees.doc import SPANS_KEY
 
@@ -23,7 +28,9 @@ def convert(corpus: str, output_dir: Path, limit: Optional[int] = None) -> List[
     output_dir.mkdir(parents=True, exist_ok=True)
     rows = []
     for split in SPLITS:
-        items = corpus_items(corpus, split, limit)
+        with warnings.catch_warnings():  # the table reports the count
+            warnings.simplefilter("ignore", CorpusWarning)
+            items = corpus_items(corpus, split, limit, skip_bad=skip_bad)
         docbin = DocBin(store_user_data=True)
         tokens = constituents = 0
         tags = set()
@@ -36,9 +43,11 @@ def convert(corpus: str, output_dir: Path, limit: Optional[int] = None) -> List[
         path = output_dir / f"{split}.spacy"
         with atomic_file(path) as tmp:  # never leave a half-written corpus file
             docbin.to_disk(tmp)
-        rows.append({"split": split, "sentences": len(items), "tokens": tokens, "tags": len(tags),
-                     "constituents": constituents, "file": str(path)})
-    msg.table([[r[k] for k in ("split", "sentences", "tokens", "tags", "constituents", "file")] for r in rows],
-              header=("split", "sentences", "tokens", "tags", "constituents", "file"),
-              aligns=("l", "r", "r", "r", "r", "l"), divider=True, title=f"{corpus} corpus")
+        rows.append({"split": split, "sentences": len(items), "skipped": len(items.skipped), "tokens": tokens,
+                     "tags": len(tags), "constituents": constituents, "file": str(path)})
+        for where in items.skipped:
+            msg.warn(f"skipped {where}")
+    columns = ("split", "sentences", "skipped", "tokens", "tags", "constituents", "file")
+    msg.table([[r[k] for k in columns] for r in rows], header=columns,
+              aligns=("l", "r", "r", "r", "r", "r", "l"), divider=True, title=f"{corpus} corpus")
     return rows

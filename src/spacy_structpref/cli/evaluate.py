@@ -6,13 +6,21 @@ import srsly
 from wasabi import msg
 
 
-def evaluate_parse(model: str, data_path: Path, output: Optional[Path] = None, batch_size: int = 32):
+def evaluate_parse(model: str, data_path: Path, output: Optional[Path] = None, batch_size: int = 32,
+                   max_errors: Optional[int] = 10):
+    """EVALB (``COLLINS.prm``) of the pipeline's parses of the gold Docs'
+    words; ``max_errors``: EVALB's MAX_ERROR (``None``: never stop). A Doc
+    the pipeline gives no constituents is skipped, as EVALB skips an empty
+    test line."""
+    from dataclasses import replace
+
     import spacy
     from spacy.tokens import DocBin
     from tqdm import tqdm
 
     from ..errors import StructPrefError
     from ..scoring import evalb
+    from ..scoring.parseval import COLLINS
     from ..trees.doc import doc_to_tree
 
     nlp = spacy.load(model)
@@ -24,8 +32,10 @@ def evaluate_parse(model: str, data_path: Path, output: Optional[Path] = None, b
     texts = (_words_doc(nlp, d) for d in gold_docs)
     tests = [doc_to_tree(doc) for doc in tqdm(nlp.pipe(texts, batch_size=batch_size), total=len(gold_docs),
                                               desc="parsing", unit="sent", disable=None)]
-    result = evalb(golds, tests)
+    result = evalb(golds, tests, replace(COLLINS, max_error=max_errors))
     msg.divider(f"PARSEVAL: {model} on {data_path}")
+    for _, message in result.messages:
+        msg.warn(f"EVALB error, sentence {message}")
     print(result.table())
     if output is not None:
         srsly.write_json(output, {"all": result.all.as_dict(), f"len<={result.cutoff}": result.short.as_dict()})

@@ -3,7 +3,7 @@ vectors projected on their two principal directions, next to the matrix of
 cosine similarities between labels (ordered by angle in that plane, so that
 similar tags sit together)."""
 from pathlib import Path
-from typing import Union
+from typing import Tuple, Union
 
 import numpy
 
@@ -32,9 +32,11 @@ def label_similarity(tagger):
     return labels, A.T @ A, coords
 
 
-def draw_label_map(model_path: Union[str, Path], output_path: Union[str, Path]) -> Path:
+def draw_label_map(model_path: Union[str, Path], output_path: Union[str, Path]) -> Tuple[Path, str]:
     """Draw the label map of the distro_tagger in the pipeline at ``model_path``
-    into ``output_path`` (.png or .svg). Returns the output path."""
+    into ``output_path`` (.png or .svg). Returns the output path and the
+    tagger's one-line description of its label space (effective rank, and
+    whether it has structure yet)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -57,8 +59,11 @@ def draw_label_map(model_path: Union[str, Path], output_path: Union[str, Path]) 
     ax_map.scatter(coords[:, 0], coords[:, 1], s=12, color="tab:blue")
     for (x, y), label in zip(coords, labels):
         ax_map.annotate(label, (x, y), fontsize=7, xytext=(2, 2), textcoords="offset points")
-    ax_map.set_title(f"label vectors (d = {len(tagger.label_vectors[labels[0]])}), "
-                     "first two principal directions", fontsize=9)
+    ax_map.set_title(f"label vectors (d = {tagger.label_matrix.shape[0]}, effective rank "
+                     f"{tagger.effective_rank}), first two principal directions", fontsize=9)
+    if not tagger.has_label_structure:
+        fig.suptitle("orthogonal label vectors (one-hot A): every similarity is 0, no structure yet",
+                     fontsize=10, color="tab:red")
     ax_map.set_xticks([])
     ax_map.set_yticks([])
     image = ax_sim.imshow(sims[numpy.ix_(order, order)], cmap="RdBu_r", vmin=-1, vmax=1)
@@ -70,4 +75,4 @@ def draw_label_map(model_path: Union[str, Path], output_path: Union[str, Path]) 
     output_path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(output_path, dpi=120)
     plt.close(fig)
-    return output_path
+    return output_path, tagger.describe_label_space()

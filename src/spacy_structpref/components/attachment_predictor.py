@@ -64,6 +64,7 @@ DEFAULT_CONFIG = {
     "specialise": True,
     "beam_width": 1,
     "softmax_scale": 1.0,
+    "foot_classes": {"@misc": "spacy_structpref.FootClasses.v1", "tagset": "ptb"},
     "spans_key": "constituents",  # trees.doc.SPANS_KEY, which would load nltk if imported here
     "scorer": {"@scorers": "spacy_structpref.parseval_scorer.v1"},
 }
@@ -89,11 +90,19 @@ register_extensions()
                            "attach_fallbacks": None},
 )
 def make_attachment_predictor(nlp: Language, name: str, learner, reduced: bool, specialise: bool,
-                              beam_width: int, softmax_scale: float, spans_key: str,
+                              beam_width: int, softmax_scale: float, foot_classes, spans_key: str,
                               scorer: Optional[Callable]) -> "AttachmentPredictor":
     return AttachmentPredictor(nlp.vocab, learner, name, reduced=reduced, specialise=specialise,
-                               beam_width=beam_width, softmax_scale=softmax_scale, spans_key=spans_key,
-                               scorer=scorer)
+                               beam_width=beam_width, softmax_scale=softmax_scale, foot_classes=foot_classes,
+                               spans_key=spans_key, scorer=scorer)
+
+
+def find_attachment_predictor(nlp: Language) -> "AttachmentPredictor":
+    """The pipeline's first ``attachment_predictor`` (a clear error if it has none)."""
+    names = [name for name in nlp.pipe_names if nlp.get_pipe_meta(name).factory == FACTORY]
+    if not names:
+        raise StructPrefError(f"the pipeline has no {FACTORY} component (pipes: {nlp.pipe_names})")
+    return nlp.get_pipe(names[0])
 
 
 @util.registry.augmenters("spacy_structpref.gold_tags.v1")
@@ -118,8 +127,12 @@ class AttachmentPredictor(TrainablePipe):
     ``spacy_structpref.KernelPerceptron.v1`` with a tree kernel, or
     ``spacy_structpref.RecursiveNetLearner.v1``), ``reduced`` (tree
     reduction of the candidates), ``specialise`` (one clone of the learner
-    per foot class), ``beam_width``, ``softmax_scale`` and ``spans_key``
-    (the span group of the gold trees and of the predicted tree).
+    per foot class), ``beam_width``, ``softmax_scale``, ``foot_classes``
+    (the classes of the next word's tag that ``specialise`` splits by: a
+    ``spacy_structpref.FootClasses.v1`` block, ``tagset = "ptb"`` or
+    ``"universal"`` or a JSON ``path`` or a ``classes`` mapping; saved with
+    the component) and ``spans_key`` (the span group of the gold trees and
+    of the predicted tree).
 
     The search scores a word's candidates with ``a·U`` (``a`` =
     ``softmax_scale``), so a partial tree's score is the sum of
@@ -133,7 +146,8 @@ class AttachmentPredictor(TrainablePipe):
 
     def __init__(self, vocab, learner, name: str = FACTORY, *, reduced: bool = True,
                  specialise: bool = True, beam_width: int = 1, softmax_scale: float = 1.0,
-                 spans_key: str = "constituents", scorer: Optional[Callable] = None):
+                 foot_classes="ptb", spans_key: str = "constituents", scorer: Optional[Callable] = None):
+        from ..incremental.classes import foot_classes as make_foot_classes
         from ..learners.base import PreferenceLearner
 
         if not isinstance(learner, PreferenceLearner):
@@ -146,7 +160,8 @@ class AttachmentPredictor(TrainablePipe):
         self.prototype, self.learner = learner, None
         self.symbols = self._symbols()
         self.cfg = {"reduced": reduced, "specialise": specialise, "beam_width": beam_width,
-                    "softmax_scale": softmax_scale, "spans_key": spans_key}
+                    "softmax_scale": softmax_scale, "foot_classes": make_foot_classes(foot_classes).to_dict(),
+                    "spans_key": spans_key}
         self._load_cfg(self.cfg)
         self.inventory = None  # the CP inventory: set by initialize or loading
         from ..trees import register_extensions as register_tree_extensions
@@ -168,6 +183,9 @@ class AttachmentPredictor(TrainablePipe):
             raise StructPrefError(f"{self.name}: softmax_scale must be a positive number, got {scale!r}")
         if not isinstance(c["spans_key"], str) or not c["spans_key"]:
             raise StructPrefError(f"{self.name}: spans_key must be a non-empty string, got {c['spans_key']!r}")
+        from ..incremental.classes import FootClasses
+
+        self.foot_class = FootClasses(c["foot_classes"])  # checks the map
         if getattr(self, "learner", None) is None or c["specialise"] != self.cfg["specialise"]:
             from ..learners.specialised import SpecialisedLearner
 
@@ -226,12 +244,12 @@ class AttachmentPredictor(TrainablePipe):
     def _learn(self, method: str, psets: Sequence, **kwargs):
         """``learner.method(sets, gold[, keys], **kwargs)`` on the preference
         sets, their candidates built on access."""
-        from ..incremental import CandidateSets, foot_class
+        from ..incremental import CandidateSets
 
         sets = CandidateSets(psets, self.symbols, self.cfg["reduced"])
         gold = [s.gold for s in psets]
         if self.cfg["specialise"]:
-            return getattr(self.learner, method)(sets, gold, [foot_class(s.foot) for s in psets], **kwargs)
+            return getattr(self.learner, method)(sets, gold, [self.foot_class(s.foot) for s in psets], **kwargs)
         return getattr(self.learner, method)(sets, gold, **kwargs)
 
     def initialize(self, get_examples: Callable[[], Iterable[Example]], *,
@@ -290,10 +308,8 @@ class AttachmentPredictor(TrainablePipe):
 
     # ------------------------------------------------------------- parsing
     def _utilities(self, candidates, foot: str):
-        from ..incremental import foot_class
-
         if self.cfg["specialise"]:
-            return self.learner.utilities(candidates, foot_class(foot))
+            return self.learner.utilities(candidates, self.foot_class(foot))
         return self.learner.utilities(candidates)
 
     def _search_utilities(self, candidates, foot: str):

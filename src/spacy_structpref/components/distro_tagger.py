@@ -12,6 +12,7 @@ steps only the current phase's sublayers of the model (see
 :mod:`..models.distro`). With the model's ``onehot = true`` A stays the
 identity and every step is a w step: the structured SVM baseline.
 """
+import warnings
 from itertools import islice
 from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
@@ -28,7 +29,10 @@ from ..saving import atomic_directory, check_saved, load_errors
 # Registers the architectures named in the default config (pure Python; the
 # compiled Viterbi is imported on first use).
 from ..models import sparse_features as _sparse  # noqa: F401
-from ..models.distro import finish_label_update, set_phase
+from ..models.distro import effective_rank, finish_label_update, set_phase
+
+# |cosine| above which two label vectors count as related (float32 noise is ~1e-7)
+STRUCTURE_TOL = 1e-4
 
 DEFAULT_MODEL_CONFIG = """
 [model]
@@ -251,14 +255,53 @@ class DistroTaggerComponent(TrainablePipe):
         A = self.label_matrix
         return {label: A[:, i].copy() for i, label in enumerate(self.labels)}
 
-    def most_similar(self, tag: str, n: int = 5) -> List[Tuple[str, float]]:
-        """The ``n`` tags whose label vectors have the highest cosine with ``tag``'s."""
-        if tag not in self.labels:
-            raise KeyError(f"unknown tag {tag!r}; the tagger has {len(self.labels)} labels")
+    def label_similarities(self) -> numpy.ndarray:
+        """Cosine similarity of every pair of label vectors (M × M)."""
         A = self.label_matrix.astype("f")
         A = A / numpy.maximum(numpy.linalg.norm(A, axis=0, keepdims=True), 1e-12)
+        return A.T @ A
+
+    @property
+    def effective_rank(self) -> int:
+        """The number of independent directions of the label vectors
+        (singular values of A above 1e-3 of the largest): the number of tags
+        for a one-hot A, lower as the nuclear norm merges labels."""
+        return effective_rank(self.label_matrix)
+
+    @property
+    def has_label_structure(self) -> bool:
+        """Whether any two label vectors have a cosine away from 0. With
+        orthogonal vectors (one-hot A: the SSVM baseline, or DISTRO before
+        its first A step) every similarity is 0 and the label space says
+        nothing yet about which tags are alike."""
+        sims = self.label_similarities()
+        numpy.fill_diagonal(sims, 0.0)
+        return bool(sims.size and numpy.abs(sims).max() > STRUCTURE_TOL)
+
+    def describe_label_space(self) -> str:
+        """One line: the number of tags, the vectors' dimension d, the
+        effective rank and whether the label space has structure yet."""
+        n, d = len(self.labels), self.label_matrix.shape[0]
+        text = f"{n} tags, label vectors of d = {d}, effective rank {self.effective_rank}"
+        if self.has_label_structure:
+            return text
+        how = ("onehot = true keeps A the identity" if self.model.attrs["onehot"] else
+               f"A moves in its phases of a_steps = {self.cfg['a_steps']} steps after every "
+               f"w_steps = {self.cfg['w_steps']} optimizer steps")
+        return f"{text}: orthogonal label vectors, every similarity is 0 (no structure yet; {how})"
+
+    def most_similar(self, tag: str, n: int = 5) -> List[Tuple[str, float]]:
+        """The ``n`` tags whose label vectors have the highest cosine with
+        ``tag``'s. When the label vectors are orthogonal every cosine is 0
+        and the order means nothing: a ``UserWarning`` says so (see
+        :attr:`has_label_structure`)."""
+        if tag not in self.labels:
+            raise KeyError(f"unknown tag {tag!r}; the tagger has {len(self.labels)} labels")
+        if not self.has_label_structure:
+            warnings.warn(f"{self.name}: {self.describe_label_space()}; no tag is closer to {tag!r} "
+                          "than another", UserWarning, stacklevel=2)
         i = self.labels.index(tag)
-        sims = A.T @ A[:, i]
+        sims = self.label_similarities()[:, i]
         order = [j for j in numpy.argsort(-sims, kind="stable") if j != i][:n]
         return [(self.labels[j], float(sims[j])) for j in order]
 

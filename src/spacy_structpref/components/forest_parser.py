@@ -145,16 +145,18 @@ class ForestParser(Pipe):
                 "(convert the treebank with `python -m spacy_structpref convert ptb corpus/ptb`)")
         self.initialize_from_trees(trees)
 
-    def initialize_from_trees(self, trees) -> "ForestParser":
+    def initialize_from_trees(self, trees, skip_bad_trees: bool = False) -> "ForestParser":
         """Estimate the grammar from nltk trees (outer bracket ``TOP``) with
-        this component's annotation and lexicon settings."""
+        this component's annotation and lexicon settings; ``skip_bad_trees``:
+        leave out trees that are not treebank trees (a word under a phrase),
+        counted in ``self.grammar.skipped_trees``, rather than fail."""
         from ..parsing.grammar import Annotation, estimate_grammar
 
         c = self.cfg
         annotation = Annotation(c["horizontal_markov"], c["vertical_markov"], c["tag_parent"],
                                 c["split_unary_tags"], c["split_in"], c["split_percent"])
         self.grammar = estimate_grammar(trees, annotation, rare_threshold=c["rare_threshold"], smooth=c["smooth"],
-                                        base_signatures=c["base_signatures"])
+                                        base_signatures=c["base_signatures"], skip_bad_trees=skip_bad_trees)
         self._parser = None
         return self
 

@@ -1,7 +1,8 @@
-"""Corpus readers (through NLTK and ``NLTK_DATA``) and the fixed splits of SPEC §2."""
+"""Corpus readers (from the NLTK data packages under ``NLTK_DATA``) and the fixed splits."""
 from .readers import (
     CORPORA,
     SPLITS,
+    CorpusItems,
     basque_sentences,
     brown_sentences,
     check_nltk_data,
@@ -9,8 +10,12 @@ from .readers import (
     corpus_items,
     item_to_doc,
     ptb_trees,
+    read_bracketed,
+    read_conll,
+    read_tagged,
     use_nltk_data,
 )
 
-__all__ = ["CORPORA", "SPLITS", "basque_sentences", "brown_sentences", "check_nltk_data",
-           "corpus_docs", "corpus_items", "item_to_doc", "ptb_trees", "use_nltk_data"]
+__all__ = ["CORPORA", "SPLITS", "CorpusItems", "basque_sentences", "brown_sentences", "check_nltk_data",
+           "corpus_docs", "corpus_items", "item_to_doc", "ptb_trees", "read_bracketed", "read_conll", "read_tagged",
+           "use_nltk_data"]

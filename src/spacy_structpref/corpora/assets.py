@@ -26,7 +26,8 @@ def md5(path: Path) -> str:
     return file_digest(path, "md5")
 
 
-def _local_copy(name: str) -> Optional[Path]:
+def local_copy(name: str) -> Optional[Path]:
+    """The first ``corpora/NAME.zip`` in NLTK's data roots, or None."""
     for root in nltk.data.path:
         candidate = Path(root) / "corpora" / f"{name}.zip"
         if candidate.is_file():
@@ -50,7 +51,7 @@ def fetch_nltk_data(dest: Path, names: Iterable[str] = PACKAGES, offline: bool =
         if out.is_file() and md5(out) == PACKAGES[name]:
             report.append(f"{name}: already present")
             continue
-        source = _local_copy(name)
+        source = local_copy(name)
         if source is not None and source.resolve() != out.resolve():
             how = f"copied from {source}"
         elif offline:

@@ -160,12 +160,16 @@ def candidate_dag(prefix: Tree, token: str, edits: Sequence[Edit], symbols: Symb
                                      foot, cp.chain[:-1])[0]
         return chains[cp.chain]
 
+    anchored: Dict[Tuple[int, str], int] = {}  # (depth, chain top) -> the anchor's new production
+
     for cp, depth in edits:
         check_edit(frontier, cp, depth)
         if cp.kind == ATTACH:
             below = original_node(depth + 1)
-            prod = symbols.production_id(labels[depth], kept_syms[depth] + [last[depth],
-                                                                            symbols.label_id(cp.chain[0])])
+            prod = anchored.get((depth, cp.chain[0]))
+            if prod is None:
+                prod = anchored[depth, cp.chain[0]] = symbols.production_id(
+                    labels[depth], kept_syms[depth] + [last[depth], symbols.label_id(cp.chain[0])])
             node = dag.intern(prod, kept_ids[depth] + (below, chain(cp)))
             for d in range(depth - 1, -1, -1):
                 node = dag.intern(prods[d], kept_ids[d] + (node,))

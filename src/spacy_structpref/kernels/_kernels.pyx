@@ -117,11 +117,18 @@ cdef struct ForestDelta:   # forest_kernel_sum: D(t1, t2) at table[t2 * n1 + t1]
     const double* table
     size_t n1
 
+cdef struct IndexedDelta:  # dag_node_sums: Δ(cu, cv) at seg[base[cu] + cv], cv a sorted position, iff equal productions
+    const int* prod_a
+    const int* prod_b
+    const long* base
+    const double* seg
+
 ctypedef fused DeltaTable:
     DenseDelta
     ColumnDelta
     LocalDelta
     ForestDelta
+    IndexedDelta
 
 
 cdef inline double child_delta(const DeltaTable* t, int cu, int cv, double absent) noexcept nogil:
@@ -141,6 +148,8 @@ cdef inline double child_delta(const DeltaTable* t, int cu, int cv, double absen
         return t.seg_d[lo] if lo < t.col_off[cv + 1] and t.seg_u[lo] == cu else absent
     elif DeltaTable is LocalDelta:
         return t.table[t.local[cu] * t.m + t.local[cv]] if t.prod[cu] == t.prod[cv] else absent
+    elif DeltaTable is IndexedDelta:
+        return t.seg[t.base[cu] + cv] if t.prod_a[cu] == t.prod_b[cv] else absent
     else:
         return t.table[cv * t.n1 + cu] if cu >= 0 else absent
 
@@ -532,6 +541,91 @@ cdef object _dag_block(Arith ar, PackedArrays dag1, PackedArrays dag2,
         free(lookup); free(col_off); free(row_off); free(r_buf)
         free(seg_u); free(seg_d); free(row_v); free(row_d)
     return K, nnz
+
+
+def dag_node_sums(const int[::1] run_of_prod, const int[::1] run_start, const int[::1] sorted_prod,
+                  const int[::1] sorted_kid_off, const int[::1] sorted_kids, const double[::1] sorted_weight,
+                  const int[::1] prod, const int[::1] kid_off, const int[::1] kids,
+                  double lam, double sigma, bint log_space=False):
+    """``S(u) = Σ_v weight(v) Δ(u, v)`` for every node u of a DAG (``prod``,
+    ``kid_off``, ``kids``; children first) over the nodes v of an indexed
+    DAG (a learner's support, its weights folded into its nodes): that DAG
+    with its nodes renumbered in production order (``sorted_*``; node ids
+    ascending within a production, children given by their new numbers),
+    ``run_start`` the first number of each production's run and
+    ``run_of_prod`` the run of each production (-1 where absent).
+
+    A support scored against many candidate sets keeps its index, so each
+    node u reads only the run of its own production, in memory order, and
+    a child pair's Δ is found by direct indexing: no scan of the support, no
+    search. The sums run over v in ascending order, as :func:`dag_block`
+    sums them, so ``Σ_u c_t(u) S(u)`` (u ascending) is exactly its weighted
+    column (Collins & Duffy 2002's Δ; the DAG view of Aiolli et al. 2006).
+    ``log_space``: weights, λ and σ come as logarithms, and so do the sums."""
+    cdef Linear lin
+    cdef Log lg
+    if sorted_kid_off.shape[0] != sorted_prod.shape[0] + 1 or sorted_weight.shape[0] != sorted_prod.shape[0]:
+        raise ValueError(f"{sorted_prod.shape[0]} indexed nodes, {sorted_kid_off.shape[0]} child offsets and "
+                         f"{sorted_weight.shape[0]} weights: one offset more than nodes, one weight each")
+    if log_space:
+        return _dag_node_sums(lg, run_of_prod, run_start, sorted_prod, sorted_kid_off, sorted_kids, sorted_weight,
+                              prod, kid_off, kids, lam, sigma)
+    return _dag_node_sums(lin, run_of_prod, run_start, sorted_prod, sorted_kid_off, sorted_kids, sorted_weight,
+                          prod, kid_off, kids, lam, sigma)
+
+
+cdef object _dag_node_sums(Arith ar, const int[::1] run_of_prod, const int[::1] run_start,
+                           const int[::1] sorted_prod, const int[::1] sorted_kid_off, const int[::1] sorted_kids,
+                           const double[::1] sorted_weight, const int[::1] prod, const int[::1] kid_off,
+                           const int[::1] kids, double lam, double sigma):
+    cdef int n = prod.shape[0], n_indexed = run_of_prod.shape[0], u, r, p, k, k0, nk
+    cdef int* run = NULL
+    cdef long* base = NULL
+    cdef double* seg = NULL
+    cdef long nnz = 0
+    cdef double d, total
+    cdef IndexedDelta delta
+    out = np.full(n, zero(ar))
+    cdef double[::1] o = out
+    if not n:
+        return out
+    with nogil:
+        run = <int*>malloc(sizeof(int) * n)
+        base = <long*>malloc(sizeof(long) * n)
+        if run == NULL or base == NULL:
+            free(run); free(base)
+            with gil:
+                raise MemoryError("DAG node sums workspace")
+        for u in range(n):
+            p = prod[u]
+            r = run_of_prod[p] if 0 <= p < n_indexed else -1
+            run[u] = r
+            if r >= 0:
+                base[u] = nnz - run_start[r]
+                nnz += run_start[r + 1] - run_start[r]
+        seg = <double*>malloc(sizeof(double) * max(nnz, 1))
+        if seg == NULL:
+            free(run); free(base)
+            with gil:
+                raise MemoryError(f"DAG node sums: {nnz} node pairs")
+        delta.prod_a = &prod[0]
+        delta.prod_b = &sorted_prod[0]
+        delta.base = base
+        delta.seg = seg
+        for u in range(n):
+            r = run[u]
+            if r < 0:
+                continue
+            k0 = kid_off[u]
+            nk = kid_off[u + 1] - k0
+            total = zero(ar)
+            for k in range(run_start[r], run_start[r + 1]):
+                d = delta_product(ar, lam, sigma, &kids[k0], &sorted_kids[sorted_kid_off[k]], nk, &delta)
+                seg[base[u] + k] = d
+                total = add(ar, total, mul(ar, sorted_weight[k], d))
+            o[u] = total
+        free(run); free(base); free(seg)
+    return out
 
 
 def dag_self_kernels(const int[::1] prod, const int[::1] kid_off, const int[::1] kids,

@@ -49,9 +49,12 @@ def _self_kernels(dag: TreeSetDAG, lam: float, sigma: float) -> np.ndarray:
     key = ("self_kernels", lam, sigma)
     done = dag.per_tree.get(key, np.zeros(0))
     if len(done) < len(dag):
-        tree_of, node, cnt = dag.occurrence_arrays(len(done))
-        new = _kernels.dag_self_kernels(*dag.dag_arrays(), *_tree_lists(tree_of, node, cnt, len(dag) - len(done)),
-                                        lam, sigma)
+        if len(done):  # trees added since: only theirs
+            tree_of, node, cnt = dag.occurrence_arrays(len(done))
+            lists = _tree_lists(tree_of, node, cnt, len(dag) - len(done))
+        else:
+            lists = _all_tree_lists(dag)
+        new = _kernels.dag_self_kernels(*dag.dag_arrays(), *lists, lam, sigma)
         done = dag.per_tree[key] = np.concatenate([done, new])
     return done
 
@@ -73,6 +76,38 @@ def _tree_lists(tree_of: np.ndarray, node: np.ndarray, cnt: np.ndarray, n_trees:
     each tree's distinct nodes ascending (children first)."""
     order = np.lexsort((node, tree_of))
     return _offsets(tree_of[order], n_trees), node[order], cnt[order]
+
+
+def _all_tree_lists(dag: TreeSetDAG):
+    """:func:`_tree_lists` of every tree of the set (cached)."""
+    lists = dag.cache.get("tree_lists")
+    if lists is None:
+        lists = dag.cache["tree_lists"] = _tree_lists(*dag.occurrence_arrays(), len(dag))
+    return lists
+
+
+def _production_index(dag: TreeSetDAG):
+    """The DAG indexed for :func:`_kernels.dag_node_sums` (cached): its
+    nodes renumbered in production order (node ids ascending within a
+    production), as ``(order, (run_of_prod, run_start, prod, kid_off,
+    kids))``, ``order`` giving the old id of each new number."""
+    index = dag.cache.get("production_index")
+    if index is None:
+        packed = _packed(dag)[0]
+        order = packed.order
+        run_of_prod = np.full(packed.max_prod + 1, -1, dtype=INT)
+        run_of_prod[packed.run_prod] = np.arange(len(packed.run_prod), dtype=INT)
+        position = np.empty(len(order), dtype=INT)
+        position[order] = np.arange(len(order), dtype=INT)
+        counts = np.diff(packed.kid_off)[order]
+        kid_off = np.zeros(len(order) + 1, dtype=INT)
+        np.cumsum(counts, out=kid_off[1:])
+        # kid slot i of new node k: old slot packed.kid_off[order[k]] + (i - kid_off[k])
+        slots = np.repeat(packed.kid_off[order] - kid_off[:-1], counts) + np.arange(kid_off[-1], dtype=INT)
+        kids = position[packed.kids[slots]]
+        index = dag.cache["production_index"] = (order, (run_of_prod, packed.run_start, packed.prod[order],
+                                                         kid_off, kids))
+    return index
 
 
 def _check_pair(a: TreeSetDAG, b: TreeSetDAG) -> None:
@@ -136,7 +171,11 @@ def dag_weighted_sums(a: TreeSetDAG, weights, b: TreeSetDAG, lam: float = 0.4, s
     utilities over its support trees in one pass. The weights are folded
     into the DAG nodes of ``a`` (a distinct subtree weighs Σ weight ×
     occurrences over the trees holding it), so the cost grows with the
-    distinct subtrees of ``a``, not with its number of trees."""
+    distinct subtrees of ``a``, not with its number of trees; ``a`` is
+    indexed by production once (cached while it is unchanged: a support
+    scored against many candidate sets), so a node of ``b`` visits only the
+    nodes of ``a`` with its production. The sums run in the order of
+    ``dag_block``'s weighted column, and equal it bit for bit."""
     lam, sigma = check_lambda(lam), check_sigma(sigma)
     _check_pair(a, b)
     weights = np.asarray(weights, dtype=float)
@@ -147,13 +186,15 @@ def dag_weighted_sums(a: TreeSetDAG, weights, b: TreeSetDAG, lam: float = 0.4, s
     if normalize and not (np.isfinite(_self_kernels(a, lam, sigma)).all()
                           and np.isfinite(_self_kernels(b, lam, sigma)).all()):
         return _log_weighted_sums(a, weights, b, lam, sigma, normalize)
-    node_weight = _node_weights(a, weights, lam, sigma, normalize)
-    n = a.n_dag_nodes
-    pa, pb = _packed(a)[0], _packed(b)
-    # ``b`` as the rows, ``a`` collapsed into one weighted column
-    K, _ = _kernels.dag_block(pb[0], pa, *pb[1], np.arange(n + 1, dtype=INT), np.zeros(n, dtype=INT),
-                              node_weight, len(b), 1, lam, sigma)
-    sums = K[:, 0]
+    # a's weights folded into its nodes, then per node u of b: S(u) = Σ_v w(v) Δ(u, v), v
+    # over a's nodes of u's production only; a tree's sum is Σ_u c(u) S(u), u ascending
+    order, index = _production_index(a)
+    node_sums = _kernels.dag_node_sums(*index, _node_weights(a, weights, lam, sigma, normalize)[order],
+                                       *b.dag_arrays(), lam, sigma)
+    tree_off, nodes, cnt = _all_tree_lists(b)
+    # bincount adds in input order: tree by tree, nodes ascending, as dag_block does
+    sums = np.bincount(np.repeat(np.arange(len(b)), np.diff(tree_off)), cnt * node_sums[nodes],
+                       minlength=len(b))
     if not np.isfinite(sums).all():
         return _log_weighted_sums(a, weights, b, lam, sigma, normalize)
     if normalize:

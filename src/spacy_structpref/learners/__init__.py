@@ -11,7 +11,7 @@ _MODULES = {
     "CompositeKernel": "kernels", "KernelPerceptron": "perceptron", "LinearKernel": "kernels",
     "PreferenceLearner": "base", "RecursiveNetLearner": "recursive", "ScoredTrees": "kernels",
     "SpecialisedLearner": "specialised", "TreeKernel": "kernels", "gold_rank": "metrics",
-    "loss_at_r": "metrics",
+    "loss_at_r": "metrics", "pairwise_error": "metrics",
 }
 __all__ = sorted(_MODULES)
 

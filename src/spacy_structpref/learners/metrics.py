@@ -38,3 +38,20 @@ def loss_at_r(utilities: Iterable[Sequence[float]], gold: Iterable[Optional[int]
     if any(k < 1 for k in r):
         raise StructPrefError(f"r must be >= 1, got {list(r)}")
     return {k: float(np.mean(ranks > k)) for k in r}
+
+
+def pairwise_error(utilities: Iterable[Sequence[float]], gold: Iterable[Optional[int]]) -> float:
+    """The pairwise error of Menchetti et al. (2005), eq. (14), as a fraction:
+    of the pairs (best candidate, another candidate of its set), those the
+    utilities do not order, ``U(other) >= U(best)`` (ties up to
+    :data:`TIE_TOLERANCE` count as errors, as in :func:`gold_rank`, so a set's
+    errors are its gold rank − 1). Sets without a gold candidate have no
+    pairs and are left out (``L_r`` counts them as errors)."""
+    errors = pairs = 0
+    for u, g in zip(utilities, gold):
+        if g is not None:
+            errors += gold_rank(u, g) - 1
+            pairs += len(u) - 1
+    if not pairs:
+        raise StructPrefError("the pairwise error needs a preference set with a gold candidate and a rival")
+    return errors / pairs

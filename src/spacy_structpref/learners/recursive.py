@@ -201,6 +201,21 @@ class RecursiveNetLearner(PreferenceLearner):
         with self._averaged():
             return np.asarray(model.predict(self._dag([candidates])), dtype=np.float64)
 
+    def root_states(self, candidates: Sequence) -> np.ndarray:
+        """The root state ``u(root(x))`` of every candidate of one set, one row
+        each (``U(x) = oᵀ u(root(x))``): the network's adaptive representation
+        of the trees (Menchetti et al. 2005, §6.3.3), e.g. the vectors of a
+        linear-kernel perceptron (their Table 4) or of a PCA (their Fig. 2)."""
+        from ..models.recursive import node_states
+
+        model = self._trained("call initialize or fit first")
+        candidates = candidate_list(candidates)
+        if not len(candidates):
+            return np.zeros((0, self.width))
+        dag = self._dag([candidates])
+        with self._averaged():
+            return np.asarray(node_states(model, dag)[dag.roots], dtype=np.float64)
+
     # -- saving ---------------------------------------------------------------
     def _parts(self) -> Parts:
         """``cfg``: the network's shape, label vocabulary and training losses;

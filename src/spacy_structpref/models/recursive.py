@@ -203,8 +203,11 @@ def _init(model: Model, X=None, Y=None) -> Model:
     return model
 
 
-def _forward(model: Model, dag: LabelDAG, is_train: bool):
-    E, W, b, o = (model.get_param(n) for n in ("E", "W", "b", "o"))
+def node_states(model: Model, dag: LabelDAG) -> np.ndarray:
+    """The state ``u(v)`` of every node of the DAG, one row each (the
+    candidates' root states ``[dag.roots]`` are the adaptive representation
+    of Menchetti et al. 2005, §6.3.3: Table 4 and Fig. 2)."""
+    E, W, b = (model.get_param(n) for n in ("E", "W", "b"))
     if dag.labels.size and dag.labels.max() >= E.shape[0]:
         raise StructPrefError(f"label id {int(dag.labels.max())} is outside the network's "
                               f"{E.shape[0]} labels: build the DAG with the network's vocabulary")
@@ -221,6 +224,12 @@ def _forward(model: Model, dag: LabelDAG, is_train: bool):
                 break  # children are left-packed
             pre[has] += U[ch[has, k]] @ W[k].T
         U[level] = np.tanh(pre)
+    return U
+
+
+def _forward(model: Model, dag: LabelDAG, is_train: bool):
+    E, W, b, o = (model.get_param(n) for n in ("E", "W", "b", "o"))
+    U = node_states(model, dag)
     scores = U[dag.roots] @ o
     log_p_in = None
     if model.attrs["log_p_input"]:

@@ -10,6 +10,7 @@ Annotated state names keep the treebank label in front of the first ``^``
 (``NP^S``, ``IN^PP``); markovisation intermediates start with ``@``. Both
 conventions are what :func:`base_label` and :func:`is_intermediate` rely on.
 """
+import warnings
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from itertools import chain
@@ -18,7 +19,7 @@ from typing import Dict, Iterable, List, Tuple
 import numpy as np
 from nltk.tree import Tree
 
-from ..errors import GrammarError, StructPrefError
+from ..errors import GrammarError, GrammarWarning, StructPrefError
 from ..saving import load_errors
 
 SEP = "^"
@@ -159,6 +160,7 @@ class Grammar:
         if self.root < 0:
             raise GrammarError("the grammar has no TOP state: training trees must be TOP-rooted (normalize_tree)")
         self._lex_cache: Dict[Tuple[str, int], Tuple[np.ndarray, np.ndarray]] = {}
+        self.skipped_trees = 0  # bad trees estimate_grammar left out (not saved)
 
     def _validate(self) -> None:
         """Every id within the states and every probability finite, checked
@@ -301,20 +303,36 @@ def _binarise(label: str, kids: List[str], h: int) -> List[Tuple[str, str, str]]
 
 def estimate_grammar(trees: Iterable[Tree], annotation: Annotation = Annotation(),
                      rare_threshold: int = 2, smooth: float = 1.0, sig_smooth: float = 1.0,
-                     base_signatures: bool = True) -> Grammar:
+                     base_signatures: bool = True, skip_bad_trees: bool = False) -> Grammar:
     """Relative-frequency PCFG from TOP-rooted treebank trees.
 
     Lexicon: ``P(w | T) = P(T | w) P(w) / P(T)``; words seen at most
     ``rare_threshold`` times train ``P(T | signature)``, which smooths known
-    words' ``P(T | w)`` (weight ``smooth``) and scores unknown words."""
+    words' ``P(T | w)`` (weight ``smooth``) and scores unknown words.
+
+    A tree that is not a treebank tree (not rooted in TOP, or see
+    :func:`~spacy_structpref.trees.tree_problem`: a word under a phrase, a
+    childless constituent) raises a :class:`GrammarError` naming it; with
+    ``skip_bad_trees`` such trees are left out instead, counted in the
+    grammar's ``skipped_trees`` and in a :class:`GrammarWarning`."""
+    from ..trees.normalize import tree_problem
+
     lhs_count: Counter = Counter()
     bin_count: Counter = Counter()
     chain_count: Counter = Counter()
     tagword: Counter = Counter()
     n_trees = 0
-    for tree in trees:
-        if not isinstance(tree, Tree) or tree.label() != "TOP":
-            raise StructPrefError("grammar training trees must be nltk Trees rooted in TOP (see normalize_tree)")
+    skipped: List[str] = []
+    for index, tree in enumerate(trees):
+        problem = tree_problem(tree)
+        if problem is None and tree.label() != "TOP":
+            problem = f"rooted in {tree.label()!r}, not TOP (see normalize_tree)"
+        if problem is not None:
+            if not skip_bad_trees:
+                raise GrammarError(f"grammar training tree {index}: {problem}; pass skip_bad_trees=True "
+                                   "to leave such trees out (counted)")
+            skipped.append(f"tree {index}: {problem}")
+            continue
         n_trees += 1
         stack = [annotate(tree, annotation)]
         while stack:
@@ -338,7 +356,11 @@ def estimate_grammar(trees: Iterable[Tree], annotation: Annotation = Annotation(
         for leaf_i, (word, tag) in enumerate(annotate(tree, annotation).pos()):
             tagword[(word, tag, leaf_i)] += 1
     if not n_trees:
-        raise StructPrefError("cannot estimate a grammar from zero trees")
+        raise StructPrefError("cannot estimate a grammar from zero trees"
+                              + (f" ({len(skipped)} bad trees skipped, the first {skipped[0]})" if skipped else ""))
+    if skipped:
+        warnings.warn(f"estimate_grammar skipped {len(skipped)} bad trees of {len(skipped) + n_trees}; "
+                      f"the first, {skipped[0]}", GrammarWarning, stacklevel=2)
 
     states: Dict[str, int] = {"TOP": 0}
 
@@ -395,5 +417,7 @@ def estimate_grammar(trees: Iterable[Tree], annotation: Annotation = Annotation(
                                for b, p in rare_prior.items()})
     tag_word = {w: {t: c / word_count[w] for t, c in d.items()} for w, d in wt.items()}
     tag_prior = {t: c / n_tokens for t, c in tag_count.items()}
-    return Grammar(annotation, names, binary, chains, tag_word, tag_sig, tag_prior,
-                   dict(word_count), dict(sig_count), n_tokens, smooth)
+    grammar = Grammar(annotation, names, binary, chains, tag_word, tag_sig, tag_prior,
+                      dict(word_count), dict(sig_count), n_tokens, smooth)
+    grammar.skipped_trees = len(skipped)
+    return grammar

@@ -1,6 +1,7 @@
 """Parse reranking (Collins & Duffy 2002; Menchetti et al. 2005): honest k-best lists and forests from the PCFG
 parser (:mod:`.data`) and their PARSEVAL evaluation (:mod:`.evaluation`)."""
 from .data import (
+    FORMAT_VERSION,
     RerankItem,
     count_fallbacks,
     fold_assignment,
@@ -15,6 +16,6 @@ from .data import (
 )
 from .evaluation import evaluate, evaluate_row, format_rows, one_best_row, oracle_row, print_rows, table_row
 
-__all__ = ["RerankItem", "count_fallbacks", "evaluate", "evaluate_row", "fold_assignment", "format_rows",
+__all__ = ["FORMAT_VERSION", "RerankItem", "count_fallbacks", "evaluate", "evaluate_row", "fold_assignment", "format_rows",
            "jackknife_lists", "load_items", "one_best_row", "oracle_row", "parse_lists", "parser_from_trees",
            "parser_settings", "print_rows", "save_items", "sentence_f1", "table_row", "target_index"]

@@ -38,13 +38,19 @@ from ..trees.arrays import INT, SymbolTable
 from ..trees.brackets import parse_bracketed, restore_words, to_bracketed
 from ..trees.forest import Forest
 
-FORMAT_VERSION = 1
+# 2: candidates scored as EVALB scores them (punctuation deleted, rejected
+# sentences counted as such); a version-1 file's scores are recomputed on load.
+FORMAT_VERSION = 2
+RESCORED_VERSIONS = (1,)
 Sentence = Union[Tree, Sequence[str]]  # a gold tree, or words to parse without gold
 
 
 def sentence_f1(stats: SentenceStats) -> float:
     """Labelled F1 of one sentence, ``2 matched / (gold + test)`` (= 2PR/(P+R));
-    a sentence with no brackets on either side is parsed perfectly."""
+    a sentence with no brackets on either side is parsed perfectly, one
+    EVALB rejects has F1 0."""
+    if not stats.valid:  # EVALB rejected the pair (e.g. the words differ): never a target
+        return 0.0
     total = stats.gold + stats.test
     return 2 * stats.matched / total if total else 1.0
 
@@ -120,17 +126,20 @@ class RerankItem:
         }
 
     @classmethod
-    def from_dict(cls, data: dict, symbols: SymbolTable = None) -> "RerankItem":
+    def from_dict(cls, data: dict, symbols: SymbolTable = None, rescore: bool = False) -> "RerankItem":
         """Inverse of :meth:`to_dict`; forests are read against ``symbols``
-        (give all items of a data set the same table)."""
+        (give all items of a data set the same table). ``rescore``: the
+        stored scores and target are recomputed from gold."""
         words = list(data["words"])
         gold = restore_words(parse_bracketed(data["gold"]), words) if data["gold"] is not None else None
         forest = None
         if data["forest"] is not None:
             forest = Forest.from_dict(data["forest"], symbols if symbols is not None else SymbolTable())
-        stats = [SentenceStats(*s) for s in data["stats"]] if data["stats"] is not None else None
+        stats, target = None, None
+        if data["stats"] is not None and not rescore:
+            stats, target = [SentenceStats(*s) for s in data["stats"]], data["target"]
         return cls(words, list(data["candidates"]), list(data["log_probs"]), gold, forest,
-                   bool(data["fallback"]), int(data["fold"]), stats, data["target"])
+                   bool(data["fallback"]), int(data["fold"]), stats, target)
 
 
 def count_fallbacks(items: Iterable[RerankItem]) -> int:
@@ -309,12 +318,15 @@ def save_items(path, items: Sequence[RerankItem]) -> None:
 
 def load_items(path, symbols: SymbolTable = None) -> List[RerankItem]:
     """Items written by :func:`save_items`; forests are read into ``symbols``
-    (default: one new table for all of them)."""
+    (default: one new table for all of them). The scores of an older
+    format's items are recomputed from their gold trees."""
     path = Path(path)
     if not path.exists():
         raise StructPrefError(f"no rerank data at {path}")
     data = srsly.read_msgpack(path)
-    if not isinstance(data, dict) or data.get("version") != FORMAT_VERSION:
+    version = data.get("version") if isinstance(data, dict) else None
+    if version != FORMAT_VERSION and version not in RESCORED_VERSIONS:
         raise StructPrefError(f"{path} is not rerank data of format version {FORMAT_VERSION}")
     symbols = symbols if symbols is not None else SymbolTable()
-    return [RerankItem.from_dict(d, symbols) for d in data["items"]]
+    rescore = version != FORMAT_VERSION
+    return [RerankItem.from_dict(d, symbols, rescore) for d in data["items"]]

@@ -63,6 +63,7 @@ class SymbolTable:
         self._label_ids: Dict[str, int] = {}
         self._word_ids: Dict[str, int] = {}
         self._prod_ids: Dict[Tuple[int, Tuple[int, ...]], int] = {}
+        self._node_arity: List[int] = []
         self._arrays = ProductionArrays(np.zeros(0, dtype=INT), np.zeros(1, dtype=np.int64),
                                         np.zeros(0, dtype=INT), np.zeros(0, dtype=np.int64))
 
@@ -88,6 +89,14 @@ class SymbolTable:
         flat, off = keys.tolist(), key_off.tolist()
         return _intern_all(self._prod_ids, self.productions,
                            [(flat[a], tuple(flat[a + 1:b])) for a, b in zip(off, off[1:])])
+
+    def node_arity(self, prod_id: int) -> int:
+        """How many of production ``prod_id``'s children are nodes (not
+        words); kept per production as productions are added."""
+        arity = self._node_arity
+        if prod_id >= len(arity):
+            arity.extend(sum(1 for c in kids if c >= 0) for _, kids in self.productions[len(arity):])
+        return arity[prod_id]
 
     def production_str(self, prod_id: int) -> str:
         label, kids = self.productions[prod_id]

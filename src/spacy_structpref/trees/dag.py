@@ -4,6 +4,7 @@ distinct subtree once turns a set into a DAG, on which a kernel computes Δ
 once per distinct node pair (see ``spacy_structpref.kernels.dag``) and a
 recursive network computes each distinct subtree once."""
 import operator
+from itertools import chain
 from collections.abc import Sequence
 from typing import Dict, Hashable, List, Optional, Tuple
 
@@ -21,8 +22,9 @@ class TreeSetDAG(Sequence):
     A subtree is identified by its production and its node children's DAG
     ids (words are part of the production), so equal subtrees anywhere in
     the set share one DAG node; DAG ids are topological (children first).
-    Per tree only its root and its nodes' occurrence counts are kept;
-    ``self[i]`` rebuilds tree i. Builders that know the shared structure can
+    Per tree only its root is kept; its nodes' occurrence counts are
+    derived when first asked for (in compiled code, for all the trees added
+    since); ``self[i]`` rebuilds tree i. Builders that know the shared structure can
     skip trees altogether: ``intern`` nodes, then ``add_root``.
 
     Consumers keep what they derive from the set in two caches: ``cache``
@@ -37,7 +39,9 @@ class TreeSetDAG(Sequence):
         self._ids: Dict[Tuple[int, Tuple[int, ...]], int] = {}
         self._prod: List[int] = []
         self._kids: List[Tuple[int, ...]] = []
-        self._occ: List[Dict[int, int]] = []
+        # occurrence arrays (tree, node, count) of the first _occ_done trees, tree by tree
+        self._occ_done = 0
+        self._occ = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=INT), np.zeros(0))
         self.roots: List[int] = []  # DAG node of each tree's root
         self.cache: Dict[Hashable, object] = {}
         self.per_tree: Dict[Hashable, np.ndarray] = {}
@@ -52,8 +56,8 @@ class TreeSetDAG(Sequence):
         if d is None:
             if not 0 <= prod < len(self.symbols.productions):
                 raise StructPrefError(f"production {prod} is not in the SymbolTable")
-            arity = sum(1 for c in self.symbols.productions[prod][1] if c >= 0)
-            if len(key[1]) != arity or not all(0 <= k < len(self._prod) for k in key[1]):
+            arity = self.symbols.node_arity(prod)
+            if len(key[1]) != arity or (arity and (min(key[1]) < 0 or max(key[1]) >= len(self._prod))):
                 raise StructPrefError(f"{self.symbols.production_str(prod)!r} needs {arity} node "
                                       f"children among the {len(self._prod)} DAG nodes, got {key[1]}")
             d = self._ids[key] = len(self._prod)
@@ -97,23 +101,7 @@ class TreeSetDAG(Sequence):
         """Add the tree whose root is DAG node ``root``; returns its index."""
         if not 0 <= root < len(self._prod):
             raise StructPrefError(f"no DAG node {root}: the DAG has {len(self._prod)} nodes")
-        seen, stack = {root}, [root]
-        while stack:
-            for k in self._kids[stack.pop()]:
-                if k not in seen:
-                    seen.add(k)
-                    stack.append(k)
-        occ = dict.fromkeys(seen, 0)
-        occ[root] = 1
-        # parents have larger ids: descending order passes each count on complete
-        for u in sorted(seen, reverse=True):
-            for k in self._kids[u]:
-                occ[k] += occ[u]
-        return self._add_tree(root, occ)
-
-    def _add_tree(self, root: int, occ: Dict[int, int]) -> int:
-        self.roots.append(root)
-        self._occ.append(occ)
+        self.roots.append(int(root))
         self.cache.clear()
         return len(self.roots) - 1
 
@@ -138,8 +126,8 @@ class TreeSetDAG(Sequence):
             remap: List[int] = []
             for prod, kids in zip(part._prod, part._kids):
                 remap.append(out.intern(prod, [remap[k] for k in kids]))
-            for root, occ in zip(part.roots, part._occ):
-                out._add_tree(remap[root], {remap[u]: c for u, c in occ.items()})
+            for root in part.roots:
+                out.add_root(remap[root])
         for key in set.intersection(*(set(p.per_tree) for p in parts)) if parts else ():
             if all(len(p.per_tree[key]) == len(p) for p in parts):
                 out.per_tree[key] = np.concatenate([p.per_tree[key] for p in parts])
@@ -191,11 +179,28 @@ class TreeSetDAG(Sequence):
 
     @property
     def n_tree_nodes(self) -> int:
-        return sum(sum(c.values()) for c in self._occ)
+        return int(self._occurrences()[2].sum())
 
     @property
     def occurrences(self) -> List[Dict[int, int]]:
         """Per tree: how often each of its distinct DAG nodes occurs in it."""
+        tree_of, node, cnt = self._occurrences()
+        occ: List[Dict[int, int]] = [{} for _ in self.roots]
+        for t, u, c in zip(tree_of.tolist(), node.tolist(), cnt.tolist()):
+            occ[t][u] = int(c)
+        return occ
+
+    def _occurrences(self) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Occurrence arrays of every tree, computed for the trees added
+        since the last call (adding nodes never changes an existing tree)."""
+        if self._occ_done < len(self.roots):
+            from ._dag import dag_occurrences  # compiled: loaded on first use (plugin imports stay cheap)
+
+            _, kid_off, kids = self.dag_arrays()
+            tree_of, node, cnt = dag_occurrences(kid_off, kids, np.asarray(self.roots[self._occ_done:], dtype=INT))
+            tree_of += self._occ_done
+            self._occ = tuple(np.concatenate([old, new]) for old, new in zip(self._occ, (tree_of, node, cnt)))
+            self._occ_done = len(self.roots)
         return self._occ
 
     def dag_arrays(self) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -204,16 +209,14 @@ class TreeSetDAG(Sequence):
         arrays = self.cache.get("dag_arrays")
         if arrays is None:
             kid_off = np.zeros(len(self._prod) + 1, dtype=INT)
-            np.cumsum([len(k) for k in self._kids], out=kid_off[1:])
-            kids = np.fromiter((c for k in self._kids for c in k), dtype=INT, count=int(kid_off[-1]))
+            np.cumsum(np.fromiter(map(len, self._kids), dtype=INT, count=len(self._kids)), out=kid_off[1:])
+            kids = np.fromiter(chain.from_iterable(self._kids), dtype=INT, count=int(kid_off[-1]))
             arrays = self.cache["dag_arrays"] = (np.asarray(self._prod, dtype=INT), kid_off, kids)
         return arrays
 
     def occurrence_arrays(self, start: int = 0) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Trees from ``start`` on, one entry per (tree, distinct node):
-        ``(tree - start, node, count)``, tree by tree."""
-        occ = self._occ[start:]
-        tree_of = np.repeat(np.arange(len(occ)), [len(c) for c in occ])
-        node = np.fromiter((u for c in occ for u in c), dtype=INT, count=len(tree_of))
-        cnt = np.fromiter((k for c in occ for k in c.values()), dtype=float, count=len(tree_of))
-        return tree_of, node, cnt
+        ``(tree - start, node, count)``, tree by tree, nodes ascending."""
+        tree_of, node, cnt = self._occurrences()
+        first = int(np.searchsorted(tree_of, start)) if start else 0
+        return tree_of[first:] - start, node[first:], cnt[first:]

@@ -1,6 +1,6 @@
 """Trees as SVG pictures (no Tk, no browser): leaves evenly spaced along the
 bottom, each node centred over its children."""
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 from xml.sax.saxutils import escape
 
 from nltk.tree import Tree
@@ -8,8 +8,11 @@ from nltk.tree import Tree
 X_STEP, Y_STEP, MARGIN, FONT, CHAR = 70, 50, 20, 13, 8
 
 
-def tree_to_svg(tree: Tree) -> str:
-    """SVG markup for ``tree`` (words in italics under their preterminals)."""
+def tree_to_svg(tree: Tree, colors: Optional[Dict[Tuple[int, ...], str]] = None) -> str:
+    """SVG markup for ``tree`` (words in italics under their preterminals);
+    ``colors``: a fill colour for the labels of some nodes, by tree position
+    (e.g. a connection path and its anchor)."""
+    colors = colors or {}
     height = tree.height()
     pos: Dict[Tuple[int, ...], Tuple[float, float]] = {}
     leaf_positions = tree.treepositions("leaves")
@@ -38,7 +41,8 @@ def tree_to_svg(tree: Tree) -> str:
     for tp, (x, y) in pos.items():
         node = tree[tp]
         if isinstance(node, Tree):
-            parts.append(f'<text x="{x:.1f}" y="{y:.1f}" font-weight="bold" fill="#1f3b73">{escape(node.label())}</text>')
+            fill = escape(colors.get(tp, "#1f3b73"), {'"': "&quot;"})
+            parts.append(f'<text x="{x:.1f}" y="{y:.1f}" font-weight="bold" fill="{fill}">{escape(node.label())}</text>')
         else:
             parts.append(f'<text x="{x:.1f}" y="{y:.1f}" font-style="italic">{escape(str(node))}</text>')
     parts.append("</svg>")

@@ -28,6 +28,30 @@ def _strip(node, kids) -> Optional[Tree]:
     return Tree(strip_function_tags(node.label()), kids) if kids else None
 
 
+def tree_problem(tree) -> Optional[str]:
+    """What keeps ``tree`` from being a treebank tree, or None: every word
+    must be the only child of its preterminal (a word beside other children,
+    "a word under a phrase", is refused), every constituent must have a
+    child (:func:`normalize_tree` removes childless ones, as Floresta's
+    ``(--)``), and every word must be a non-empty string."""
+    if not isinstance(tree, Tree):
+        return f"not an nltk Tree but a {type(tree).__name__}"
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if not len(node):
+            return f"constituent {node.label()!r} has no children"
+        words = [kid for kid in node if not isinstance(kid, Tree)]
+        if not words:
+            stack.extend(node)
+        elif len(node) != 1:
+            return (f"word {words[0]!r} under {node.label()!r} is not the only child of a preterminal "
+                    "(every word needs its own POS tag node)")
+        elif not isinstance(words[0], str) or not words[0]:
+            return f"the word under {node.label()!r} is {words[0]!r}, not a non-empty string"
+    return None
+
+
 def normalize_tree(tree: Tree) -> Tree:
     """Delete ``-NONE-`` leaves and emptied constituents, strip function tags
     and indices, and root the tree in ``TOP`` (PTB's unlabeled outer bracket

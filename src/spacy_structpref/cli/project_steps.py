@@ -1,0 +1,197 @@
+"""Step times and the end-of-run summary of the spaCy project's main job.
+
+``python -m spacy_structpref timed STEP -- COMMAND …`` runs one script line
+of a project command, prints how long it took and records it under STEP in
+``metrics/step_times.json``; ``python -m spacy_structpref summary`` (the
+last step of ``spacy project run all``) prints every step of the workflow
+with its time and its key figure, read from the outputs ``project.yml``
+declares for it (metrics JSON, trained pipelines' dev scores, corpus sizes).
+"""
+import json
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Dict, List, Optional
+
+from ..errors import StructPrefError
+from ..saving import atomic_file
+from .score_names import SCORE_NAMES, format_score
+
+TIMINGS = Path("metrics") / "step_times.json"
+# Script lines of one step run back to back: a line that starts longer than
+# this after the step's last one ended (or repeats a recorded line) begins a new run of the step.
+NEW_RUN_GAP = 30.0
+
+
+def duration(seconds: Optional[float]) -> str:
+    """``42 s``, ``3 min 05 s``, ``1 h 02 min``; ``-`` when unknown."""
+    if seconds is None:
+        return "-"
+    seconds = int(round(seconds))
+    if seconds < 60:
+        return f"{seconds} s"
+    if seconds < 3600:
+        return f"{seconds // 60} min {seconds % 60:02d} s"
+    return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
+
+
+def _read_timings(path: Path) -> Dict[str, dict]:
+    if not path.exists():
+        return {}
+    try:
+        return json.loads(path.read_text(encoding="utf8"))
+    except ValueError as err:
+        raise StructPrefError(f"{path} is not valid JSON ({err}); delete it to start the step times afresh")
+
+
+def record(step: str, command: str, seconds: float, status: int, start: float,
+           timings: Path = TIMINGS) -> dict:
+    """Add one script line's time to ``step``'s record in ``timings`` and
+    return the record: ``seconds`` (the step's lines so far), ``status``
+    (the first non-zero exit status, else 0), ``finished`` (Unix time) and
+    ``commands``."""
+    data = _read_timings(timings)
+    entry = data.get(step)
+    if (entry is None or start - entry["finished"] > NEW_RUN_GAP
+            or command in [c["command"] for c in entry["commands"]]):
+        entry = {"seconds": 0.0, "status": 0, "commands": []}
+    entry["commands"].append({"command": command, "seconds": round(seconds, 1), "status": status})
+    entry["seconds"] = round(entry["seconds"] + seconds, 1)
+    entry["status"] = entry["status"] or status
+    entry["finished"] = start + seconds
+    data[step] = entry
+    with atomic_file(timings) as tmp:
+        tmp.write_text(json.dumps(data, indent=2), encoding="utf8")
+    return entry
+
+
+def run_timed(step: str, command: List[str], timings: Path = TIMINGS) -> int:
+    """Run ``command`` (``python``/``pip`` as the project runner reads them:
+    this interpreter), its output going straight through; record its time
+    under ``step`` and print it. Returns the command's exit status."""
+    if not command:
+        raise StructPrefError(f"timed {step}: no command to run (put it after --)")
+    run = list(command)
+    if run[0] in ("python", "python3"):
+        run = [sys.executable, *run[1:]]
+    elif run[0] in ("pip", "pip3"):
+        run = [sys.executable, "-m", "pip", *run[1:]]
+    start = time.time()
+    try:
+        status = subprocess.run(run).returncode
+    except OSError as err:
+        raise StructPrefError(f"timed {step}: cannot run {run[0]!r} ({err})")
+    seconds = time.time() - start
+    entry = record(step, shlex.join(command), seconds, status, start, timings)
+    state = "failed" if status else "done"
+    print(f"⏱ {step}: {state} in {duration(seconds)}"
+          + (f" (step so far {duration(entry['seconds'])})" if len(entry["commands"]) > 1 else ""), flush=True)
+    return status
+
+
+# ------------------------------------------------------------------ figures
+# the scores a summary row shows (a trained pipeline's dev scores, spacy evaluate's JSON)
+KEY_SCORES = ("tag_acc", "parseval_f", "parseval_f_40", "attach_acc")
+
+
+def _scores(scores: dict, keys=KEY_SCORES) -> str:
+    return ", ".join(f"{SCORE_NAMES[k]} {format_score(scores[k])}" for k in keys
+                     if k in scores and isinstance(scores[k], float))
+
+
+def _json_figure(data) -> str:
+    """The key figure of a metrics JSON file of this project, by its form."""
+    if not isinstance(data, dict):
+        return ""
+    if "summary" in data and "metric" in data:  # learning_curve.json: the largest training set
+        rows = data["summary"]
+        last = max((r["fraction"] for r in rows), default=None)
+        return "; ".join(f"{r['config']} {r['mean']:.2f} ± {r['std']:.2f}" for r in rows
+                         if r["fraction"] == last) + (f" ({data['metric']}, all train)" if rows else "")
+    if "all" in data and "len<=40" in data:  # evaluate-parse
+        return f"F1 {data['all']['f1']:.2f}, ≤40 {data['len<=40']['f1']:.2f}"
+    rows = data.get("rows")
+    if isinstance(rows, list) and rows and all(isinstance(r, dict) for r in rows):
+        if all("name" in r and "<=40" in r for r in rows):  # reranker table: first row 1-best, last oracle
+            best = max(rows[1:-1] or rows[:1], key=lambda r: r["<=40"]["F1"])
+            return (f"F1 ≤40: {rows[0]['name']} {rows[0]['<=40']['F1']:.2f}, {best['name']} "
+                    f"{best['<=40']['F1']:.2f}, {rows[-1]['name']} {rows[-1]['<=40']['F1']:.2f}")
+        if all("f1_40" in r for r in rows):  # incremental parser
+            gold = [r for r in rows if r.get("tags") == "gold"] or rows
+            text = ", ".join(f"{r.get('search', '')} {r['f1_40']:.2f}" for r in gold)
+            loss = (data.get("L") or {}).get("1")
+            return f"F1 ≤40 {text}" + (f"; L_1 {loss:.2f} %" if loss is not None else "")
+    return _scores(data)
+
+
+def key_figure(path: Path) -> str:
+    """What an output of a step shows in one line ('' when nothing is known)."""
+    if path.is_dir():
+        meta = path / "meta.json"
+        if meta.exists():
+            scores = _scores(json.loads(meta.read_text(encoding="utf8")).get("performance") or {})
+            return f"dev {scores}" if scores else ""
+        return ""
+    if path.suffix == ".json":
+        try:
+            return _json_figure(json.loads(path.read_text(encoding="utf8")))
+        except (ValueError, KeyError, TypeError):
+            return ""
+    return ""
+
+
+def step_figure(outputs: List[str], root: Path) -> str:
+    """The key figures of a step's outputs: corpus files give their Doc
+    counts, files without a figure are named or counted."""
+    from spacy.tokens import DocBin
+
+    docs, figures, files, missing = [], [], [], []
+    for output in outputs:
+        path = root / output
+        if not path.exists():
+            missing.append(output)
+        elif path.suffix == ".spacy":
+            docs.append(f"{path.stem} {len(DocBin().from_disk(path)):,}")
+        else:
+            figure = key_figure(path)
+            (figures if figure else files).append(figure or output)
+    parts = ([" / ".join(docs) + " docs"] if docs else []) + figures
+    if files:
+        parts.append(f"wrote {files[0]}" if len(files) == 1 else f"wrote {len(files)} files")
+    if missing:
+        parts.append(f"missing {missing[0]}" if len(missing) == 1 else f"missing {len(missing)} outputs")
+    return "; ".join(parts)
+
+
+def summary(project_dir: Path = Path("."), workflow: str = "all", timings: Optional[Path] = None) -> str:
+    """The table of every step of ``workflow``: its recorded time (and when
+    it finished: an old time is a step skipped this run, nothing having
+    changed), its exit status and its key figure."""
+    from wasabi import table
+    from weasel.util import load_project_config
+
+    project_dir = Path(project_dir)
+    config = load_project_config(project_dir)
+    if workflow not in config.get("workflows", {}):
+        raise StructPrefError(f"project.yml has no workflow {workflow!r} "
+                              f"(it has {', '.join(config.get('workflows', {}))})")
+    commands = {c["name"]: c for c in config.get("commands", [])}
+    times = _read_timings(project_dir / (timings or TIMINGS))
+    rows, total = [], 0.0
+    for step in config["workflows"][workflow]:
+        if step == "summary":  # this table
+            continue
+        entry = times.get(step)
+        outputs = commands[step].get("outputs", []) if step in commands else []
+        if entry is None:
+            when, state = "-", "not timed"
+        else:
+            when = time.strftime("%Y-%m-%d %H:%M", time.localtime(entry["finished"]))
+            state = f"failed ({entry['status']})" if entry["status"] else "ok"
+            total += entry["seconds"]
+        rows.append([step, duration(entry and entry["seconds"]), when, state, step_figure(outputs, project_dir)])
+    rows.append(["total", duration(total), "", "", ""])
+    return table(rows, header=("step", "time", "finished", "status", "key figure"), divider=True,
+                 aligns=("l", "r", "l", "l", "l"))
