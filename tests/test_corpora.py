@@ -1,7 +1,8 @@
 import nltk
 import pytest
 
-from spacy_structpref.corpora import basque_sentences, corpus_docs, corpus_items, ptb_trees
+from spacy_structpref.corpora import (LabelledText, basque_sentences, corpus_docs, corpus_items, ptb_trees, qc_labels,
+                                      qc_questions, read_labelled)
 from spacy_structpref.corpora.readers import check_nltk_data
 from spacy_structpref.errors import CorpusError
 
@@ -59,3 +60,28 @@ def test_missing_nltk_data_is_a_clear_error(monkeypatch):
     monkeypatch.setenv("NLTK_DATA", "/nonexistent")
     with pytest.raises(CorpusError, match="does not contain corpora/treebank"):
         check_nltk_data("treebank")
+
+
+@pytest.mark.parametrize("split,size", [("train", 4907), ("dev", 545), ("test", 500), ("train+dev", 5452)])
+def test_qc_split_sizes(split, size):
+    assert len(qc_questions(split)) == size
+
+
+def test_qc_labels_and_docs(nlp):
+    assert len(qc_labels("fine")) == 50 and qc_labels("coarse") == ("ABBR", "DESC", "ENTY", "HUM", "LOC", "NUM")
+    fine, coarse = qc_questions("train+dev"), qc_questions("train+dev", "coarse")
+    assert fine[0] == LabelledText(tuple("How did serfdom develop in and then leave Russia ?".split()), "DESC:manner")
+    assert [q.label.split(":")[0] for q in fine] == [q.label for q in coarse]
+    assert {q.label for q in qc_questions("test")} <= set(qc_labels())
+    dev = corpus_docs("qc-coarse", "dev", nlp.vocab, limit=2)
+    assert dev[0].text.startswith("Name the scar-faced") and dev[0].cats["HUM"] == 1.0 and sum(dev[0].cats.values()) == 1
+
+
+def test_qc_bad_lines():
+    items = read_labelled("DESC:manner How ?\nnolabel here\nHUM:ind\n", "x.txt", skip_bad=True)
+    assert items == [LabelledText(("How", "?"), "DESC:manner")]
+    assert items.skipped == ["x.txt, line 2: label 'nolabel' is not COARSE:fine", "x.txt, line 3: no words after the label"]
+    with pytest.raises(CorpusError, match="x.txt, line 2"):
+        read_labelled("DESC:manner How ?\nnolabel here\n", "x.txt")
+    with pytest.raises(CorpusError, match="granularity"):
+        qc_questions("train", "medium")

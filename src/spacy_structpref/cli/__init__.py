@@ -58,7 +58,7 @@ def fetch_data_cli(
 
 @command("convert")
 def convert_cli(
-    corpus: str = typer.Argument(..., help="ptb, basque or brown"),
+    corpus: str = typer.Argument(..., help="ptb, basque, brown, qc-coarse or qc-fine (TREC question classes)"),
     output_dir: Path = typer.Argument(..., help="Where train/dev/test .spacy files go"),
     data: Optional[Path] = typer.Option(None, "--data", help=DATA_HELP),
     limit: Optional[int] = typer.Option(None, "--limit", help="Only the first N sentences of each split"),

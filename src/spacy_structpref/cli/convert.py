@@ -33,21 +33,22 @@ def convert(corpus: str, output_dir: Path, limit: Optional[int] = None,
             items = corpus_items(corpus, split, limit, skip_bad=skip_bad)
         docbin = DocBin(store_user_data=True)
         tokens = constituents = 0
-        tags = set()
+        tags, labels = set(), set()
         for item in tqdm(items, desc=f"{corpus}/{split}", unit="sent", leave=False, disable=None):
             doc = item_to_doc(nlp.vocab, item)
             docbin.add(doc)
             tokens += len(doc)
-            tags.update(t.tag_ for t in doc)
+            tags.update(t.tag_ for t in doc if t.tag_)
+            labels.update(label for label, value in doc.cats.items() if value)
             constituents += len(doc.spans[SPANS_KEY]) if SPANS_KEY in doc.spans else 0
         path = output_dir / f"{split}.spacy"
         with atomic_file(path) as tmp:  # never leave a half-written corpus file
             docbin.to_disk(tmp)
         rows.append({"split": split, "sentences": len(items), "skipped": len(items.skipped), "tokens": tokens,
-                     "tags": len(tags), "constituents": constituents, "file": str(path)})
+                     "tags": len(tags), "labels": len(labels), "constituents": constituents, "file": str(path)})
         for where in items.skipped:
             msg.warn(f"skipped {where}")
-    columns = ("split", "sentences", "skipped", "tokens", "tags", "constituents", "file")
+    columns = ("split", "sentences", "skipped", "tokens", "tags", "labels", "constituents", "file")
     msg.table([[r[k] for k in columns] for r in rows], header=columns,
-              aligns=("l", "r", "r", "r", "r", "r", "l"), divider=True, title=f"{corpus} corpus")
+              aligns=("l", "r", "r", "r", "r", "r", "r", "l"), divider=True, title=f"{corpus} corpus")
     return rows

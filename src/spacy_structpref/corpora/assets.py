@@ -19,6 +19,7 @@ PACKAGES: Dict[str, str] = {
     "treebank": "78c24a97940c2504d0ad35dd3f8a560b",
     "conll2007": "b9015928e35c41f0695525289df5208f",
     "brown": "a0a8630959d3d937873b1265b0a05497",
+    "qc": "afd4145ac31cb8d7db715974b9b8b57a",
 }
 
 

@@ -1,4 +1,4 @@
-"""Readers for the PTB sample, Basque CoNLL-2007 and Brown.
+"""Readers for the PTB sample, Basque CoNLL-2007, Brown and the TREC question classes.
 
 Data always goes through NLTK's data roots (``NLTK_DATA``): NLTK 3.10 refuses
 corpus paths outside them. The files are read from there and parsed here,
@@ -19,7 +19,7 @@ import warnings
 import zipfile
 import zlib
 from functools import lru_cache
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 from nltk.tree import Tree
 
@@ -28,17 +28,27 @@ from ..trees.brackets import parse_bracketed
 from ..trees.normalize import normalize_tree, tree_problem
 
 SPLITS = ("train", "dev", "test")
-CORPORA = ("ptb", "basque", "brown")
+CORPORA = ("ptb", "basque", "brown", "qc-coarse", "qc-fine")
 TaggedSentence = List[Tuple[str, str]]
 
 # PTB sample (wsj_0001–wsj_0199): train 0001–0139, dev 0140–0169, test 0170–0199.
 _PTB_RANGES = {"train": (1, 139), "dev": (140, 169), "test": (170, 199), "all": (1, 199)}
 BASQUE_DEV_SIZE = 260
+# TREC QC (Li & Roth 2002) has train (5,452) and test (500) only: every 10th
+# training question (index % 10 == 9, 545 of them) is our dev split.
+QC_DEV_EVERY = 10
 # NLTK package -> (directory of the files inside it, their names, their encoding), as NLTK's loaders have them
 _LAYOUT = {"treebank": ("combined", r"wsj_.*\.mrg", "utf-8"),
            "conll2007": ("", r"eus\.(train|test)", "iso-8859-2"),
-           "brown": ("", r"c[a-z]\d\d", "ascii")}
+           "brown": ("", r"c[a-z]\d\d", "ascii"),
+           "qc": ("", r"(train|test)\.txt", "iso-8859-1")}
 SKIP_HINT = "; pass skip_bad=True (convert --skip-bad) to leave out such sentences, counted"
+
+
+class LabelledText(NamedTuple):
+    """A classified text: its words (whitespace-tokenised as shipped) and its label."""
+    words: Tuple[str, ...]
+    label: str
 
 
 class CorpusItems(list):
@@ -252,7 +262,30 @@ def read_tagged(text: str, source: str, skip_bad: bool = False) -> CorpusItems:
     return CorpusItems(sents, skipped)
 
 
-_READERS = {"treebank": read_bracketed, "conll2007": read_conll, "brown": read_tagged}
+# ---------------------------------------------------------- label text
+_QC_LABEL = re.compile(r"[A-Z]+:[^\s:]+\Z")
+
+
+def read_labelled(text: str, source: str, skip_bad: bool = False) -> CorpusItems:
+    """:class:`LabelledText` items of a file with one ``COARSE:fine words…``
+    line per text (the TREC question classes as NLTK ships them)."""
+    items, skipped = [], []
+    for number, line in _split_lines(text):
+        if not line.strip():
+            continue
+        label, _, rest = line.partition(" ")
+        words = tuple(rest.split())
+        problem = ("a NUL byte" if "\0" in line else
+                   f"label {label!r} is not COARSE:fine" if not _QC_LABEL.match(label) else
+                   "no words after the label" if not words else None)
+        if problem is not None:
+            _bad(skipped, skip_bad, f"{source}, line {number}: {problem}")
+            continue
+        items.append(LabelledText(words, label))
+    return CorpusItems(items, skipped)
+
+
+_READERS = {"treebank": read_bracketed, "conll2007": read_conll, "brown": read_tagged, "qc": read_labelled}
 
 
 @lru_cache(maxsize=None)
@@ -311,6 +344,31 @@ def brown_sentences(limit: int = None, skip_bad: bool = False) -> CorpusItems:
     return CorpusItems([list(s) for s in read[:limit]], read.skipped)
 
 
+def qc_questions(split: str = "train", granularity: str = "fine", skip_bad: bool = False) -> CorpusItems:
+    """TREC question classification (Li & Roth 2002; NLTK's ``qc``):
+    ``granularity`` ``"fine"`` keeps the 50 labels (``HUM:ind``),
+    ``"coarse"`` their 6 families (``HUM``). Test is ``test.txt`` (500);
+    dev is every 10th question of ``train.txt`` (545), train the other 4,907;
+    ``"train+dev"`` is the whole of ``train.txt`` (5,452)."""
+    _check_split(split, SPLITS + ("train+dev",))
+    if granularity not in ("fine", "coarse"):
+        raise CorpusError(f"unknown granularity {granularity!r}; expected 'fine' or 'coarse'")
+    read = _read("qc", ["test.txt" if split == "test" else "train.txt"], skip_bad)
+    if split in ("train", "dev"):
+        keep = (lambda i: i % QC_DEV_EVERY == QC_DEV_EVERY - 1) if split == "dev" else \
+            (lambda i: i % QC_DEV_EVERY != QC_DEV_EVERY - 1)
+        read[:] = [q for i, q in enumerate(read) if keep(i)]
+    if granularity == "coarse":
+        read[:] = [LabelledText(q.words, q.label.split(":", 1)[0]) for q in read]
+    return read
+
+
+@lru_cache(maxsize=None)
+def qc_labels(granularity: str = "fine") -> Tuple[str, ...]:
+    """The sorted label set of TREC QC (that of ``train.txt``: every test label is in it)."""
+    return tuple(sorted({q.label for q in qc_questions("train+dev", granularity)}))
+
+
 def use_nltk_data(path) -> None:
     """Make ``path`` an NLTK data root (first in the search order), as setting
     ``NLTK_DATA`` would."""
@@ -324,7 +382,8 @@ def use_nltk_data(path) -> None:
 
 def corpus_items(name: str, split: str, limit: int = None, skip_bad: bool = False) -> CorpusItems:
     """The raw items of a corpus split: normalised trees for ``ptb``, (word,
-    tag) sentences for ``basque`` and ``brown``. Brown has no fixed split:
+    tag) sentences for ``basque`` and ``brown``, :class:`LabelledText` for
+    ``qc-coarse`` and ``qc-fine`` (see :func:`qc_questions`). Brown has no fixed split:
     sentence index % 10 == 9 is test, == 8 is dev, the rest train.
     ``skip_bad``: leave out bad sentences (counted in ``.skipped``) rather than fail."""
     if name == "ptb":
@@ -336,19 +395,30 @@ def corpus_items(name: str, split: str, limit: int = None, skip_bad: bool = Fals
         wanted = {"train": set(range(8)), "dev": {8}, "test": {9}}[split]
         every = brown_sentences(skip_bad=skip_bad)
         items = CorpusItems([s for i, s in enumerate(every) if i % 10 in wanted], every.skipped)
+    elif name in ("qc-coarse", "qc-fine"):
+        items = qc_questions(split, name[3:], skip_bad)
     else:
         raise CorpusError(f"unknown corpus {name!r}; expected one of {', '.join(CORPORA)}")
     return CorpusItems(items[:limit], items.skipped)
 
 
 def item_to_doc(vocab, item):
-    """A Doc from a corpus item: words, tags, and constituents for trees."""
+    """A Doc from a corpus item: words, tags, and constituents for trees;
+    words and ``doc.cats`` (every label of the set, 1.0 for the item's own)
+    for a :class:`LabelledText` of TREC QC."""
     from spacy.tokens import Doc
 
     from ..trees.doc import tree_to_doc
 
     if isinstance(item, Tree):
         return tree_to_doc(vocab, item)
+    if isinstance(item, LabelledText):
+        labels = qc_labels("fine" if ":" in item.label else "coarse")
+        if item.label not in labels:
+            raise CorpusError(f"label {item.label!r} is not a TREC QC label")
+        doc = Doc(vocab, words=list(item.words))
+        doc.cats = {label: float(label == item.label) for label in labels}
+        return doc
     if not item:
         raise CorpusError("empty sentence in corpus")
     for i, (word, tag) in enumerate(item):
