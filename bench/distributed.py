@@ -1,4 +1,4 @@
-"""Scale-out benchmark (SPEC §9): the dask jobs of spacy_structpref.distributed
+"""Scale-out benchmark: the dask jobs of spacy_structpref.distributed
 on a LocalCluster of 1 and of 2 worker processes on this machine, measured in
 one run, against the in-process path.
 
@@ -16,11 +16,13 @@ start and worker warm-up (importing the package) are timed apart: a running
 cluster pays them once. Wall times depend on what else runs on the machine,
 so each job also prints the CPU seconds it took (this process, which holds
 the LocalCluster's scheduler, plus the workers) and the load average: the
-CPU overhead of the cluster path does not depend on the load. ``--costs`` adds per-item costs of the other jobs
-(candidate sets, a perceptron's utilities, a jackknife fold's grammar), in
-process, for docs/scaling.md.
+CPU overhead of the cluster path does not depend on the load. ``--costs``
+adds the in-process CPU costs of the other jobs (a jackknife fold's
+grammar, a rerank list, candidate sets, a perceptron's training and
+utilities) and their growth with the training set, for docs/scaling.md;
+``--costs-only`` measures just those.
 
-    NLTK_DATA=../shared/nltk_data python bench/distributed.py [--limit N] [--costs] [--json PATH]
+    NLTK_DATA=../shared/nltk_data python bench/distributed.py [--limit N] [--costs | --costs-only] [--json PATH]
 """
 import argparse
 import importlib
@@ -103,32 +105,61 @@ def report(job: str, runs: dict, ok: bool, rows: dict, unit_items: int, unit: st
                  "same": ok, "items": unit_items, "unit": unit}
 
 
+def cpu_seconds(fn, *args, **kwargs):
+    """(CPU seconds of this process, result): per-item costs that do not
+    depend on what else runs on the machine."""
+    start = time.process_time()
+    out = fn(*args, **kwargs)
+    return time.process_time() - start, out
+
+
+def slope(xs, ys) -> float:
+    """The exponent b of ``y ∝ x^b`` fitted by least squares on logs."""
+    return float(np.polyfit(np.log(xs), np.log(ys), 1)[0])
+
+
 def per_item_costs(rows: dict) -> None:
-    """In-process costs of the jobs the 1-vs-2 comparison does not time."""
+    """In-process CPU costs of the jobs the 1-vs-2 comparison does not time,
+    and how they grow with the training set (grammar, CP inventory): the
+    exponents docs/scaling.md extrapolates with."""
     from spacy_structpref.incremental import CandidateSets, CPInventory
     from spacy_structpref.learners.kernels import TreeKernel
     from spacy_structpref.learners.perceptron import KernelPerceptron
     from spacy_structpref.reranking import parser_from_trees
-
     from spacy_structpref.reranking.data import _assemble, _parse_items
 
     train = ptb_trees("train")
-    t, parser = timed(parser_from_trees, train[: len(train) * 9 // 10])
-    print(f"cost, jackknife fold grammar (2,761 trees): {t:.1f} s")
-    rows["cost_fold_grammar_s"] = t
     dev = ptb_trees("dev")[:100]
-    t_parse, part = timed(_parse_items, parser, dev, 50, True, 0)
-    t_join, items = timed(_assemble, [part], None)  # what the caller does alone: one table for all forests
+    growth = []
+    for n in (len(train) // 4, len(train) // 2, len(train) * 9 // 10):  # the last: a 10-fold jackknife grammar
+        t_grammar, parser = cpu_seconds(parser_from_trees, train[:n])
+        t_parse, part = cpu_seconds(_parse_items, parser, dev, 50, True, 0)
+        inventory = CPInventory.from_trees(train[:n])
+        sets = dist.candidate_sets(train[:300], inventory, n_workers=0, progress=False)
+        growth.append({"trees": n, "grammar_s": t_grammar, "binary_rules": len(parser.grammar.binary),
+                       "parse_ms": 1e3 * t_parse / len(dev), "cp_types": len(inventory),
+                       "candidates_per_set": sum(len(x) for x in sets) / len(sets)})
+        print(f"cost, grammar of {n} trees: {t_grammar:.1f} s, {len(parser.grammar.binary)} binary rules, parse "
+              f"(k = 50, forests) {1e3 * t_parse / len(dev):.0f} ms/sentence; CP inventory {len(inventory)} types, "
+              f"{growth[-1]['candidates_per_set']:.1f} candidates/set")
+    n = [g["trees"] for g in growth]
+    exponents = {key: slope(n, [g[key] for g in growth])
+                 for key in ("grammar_s", "binary_rules", "parse_ms", "cp_types", "candidates_per_set")}
+    print("growth with the training trees, exponent b of x ∝ trees^b: "
+          + ", ".join(f"{key} {b:.2f}" for key, b in exponents.items()))
+    rows["growth"], rows["growth_exponents"] = growth, exponents
+    rows["cost_fold_grammar_s"] = growth[-1]["grammar_s"]
+    rows["cost_lists_parse_ms"] = growth[-1]["parse_ms"]
+    t_join, items = cpu_seconds(_assemble, [part], None)  # what the caller does alone: one table for all forests
     item_bytes = sum(len(srsly.msgpack_dumps(it.to_dict())) for it in items) / len(items)
-    print(f"cost, rerank lists (k = 50, forests): parse {1e3 * t_parse / len(dev):.0f} ms/sentence, joined by the "
-          f"caller {1e3 * t_join / len(dev):.2f} ms/sentence, {item_bytes / 1e3:.0f} kB/sentence as msgpack")
-    rows.update(cost_lists_parse_ms=1e3 * t_parse / len(dev), cost_lists_join_ms=1e3 * t_join / len(dev),
-                list_kb=item_bytes / 1e3)
+    print(f"cost, rerank lists (k = 50, forests): joined by the caller {1e3 * t_join / len(dev):.2f} ms/sentence, "
+          f"{item_bytes / 1e3:.0f} kB/sentence as msgpack")
+    rows.update(cost_lists_join_ms=1e3 * t_join / len(dev), list_kb=item_bytes / 1e3)
     inventory = CPInventory.from_trees(train)
-    t, sets = timed(dist.candidate_sets, train[:300], inventory, n_workers=0, progress=False)
+    t, sets = cpu_seconds(dist.candidate_sets, train[:300], inventory, n_workers=0, progress=False)
     n_cands = sum(len(s) for s in sets)
     lazy = CandidateSets(sets, TreeKernel(lam=0.5).symbols, reduced=True)
-    t_dag, _ = timed(lambda: [lazy[i] for i in range(len(lazy))])
+    t_dag, _ = cpu_seconds(lambda: [lazy[i] for i in range(len(lazy))])
     print(f"cost, candidate sets: {1e6 * t / n_cands:.2f} µs/candidate (+ {1e6 * t_dag / n_cands:.2f} µs/candidate "
           f"as reduced DAGs); {n_cands / len(sets):.1f} candidates/set, {len(sets) / 300:.1f} sets/sentence")
     rows["cost_candidates_us"] = 1e6 * t / n_cands
@@ -137,26 +168,25 @@ def per_item_costs(rows: dict) -> None:
     rows["sets_per_sentence"] = len(sets) / 300
     vp = KernelPerceptron(TreeKernel(lam=0.5), progress=False)
     train_sets = sets[:2000]
-    vp.fit(CandidateSets(train_sets, vp.kernel.symbols, reduced=True), [s.gold for s in train_sets])
+    t_fit, _ = cpu_seconds(vp.fit, CandidateSets(train_sets, vp.kernel.symbols, reduced=True),
+                           [s.gold for s in train_sets])
     test_sets = dist.candidate_sets(ptb_trees("dev")[:40], inventory, n_workers=0, progress=False)
     n_test = sum(len(s) for s in test_sets)
-    t, _ = timed(dist.set_utilities, vp, test_sets, reduced=True, n_workers=0, progress=False)
+    t, _ = cpu_seconds(dist.set_utilities, vp, test_sets, reduced=True, n_workers=0, progress=False)
     per = t / n_test / vp.n_support
     support_kb = len(vp.to_bytes()) / vp.n_support / 1e3
+    print(f"cost, perceptron training: {t_fit:.1f} s for {len(train_sets)} sets, {vp.n_support} support trees")
     print(f"cost, perceptron utilities: {1e6 * t / n_test:.1f} µs/candidate against {vp.n_support} support "
           f"trees ({1e9 * per:.1f} ns/candidate/support tree); the support sent as {support_kb:.2f} kB/tree")
+    rows["cost_fit_s"], rows["fit_sets"] = t_fit, len(train_sets)
     rows["cost_utilities_ns_per_candidate_support"] = 1e9 * per
     rows["support"] = vp.n_support
     rows["support_kb_per_tree"] = support_kb
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--limit", type=int, default=None, help="Only the first N sentences (a quick run)")
-    ap.add_argument("--block-size", type=int, default=500, help="Gram block rows/columns")
-    ap.add_argument("--costs", action="store_true", help="Also the per-item costs of the other jobs")
-    ap.add_argument("--json", type=Path, default=None, help="Write the figures as JSON")
-    args = ap.parse_args()
+def compare(args, rows: dict) -> None:
+    """Parsing and the Gram matrix: in process, then on 1 and 2 workers."""
+    from contextlib import ExitStack
 
     train = ptb_trees("train")
     trees = (train + ptb_trees("dev") + ptb_trees("test"))[: args.limit]
@@ -166,10 +196,7 @@ def main():
     nlp.initialize(lambda: [Example(d, d) for d in (tree_to_doc(nlp.vocab, t) for t in train)])
     sentences = [Doc(nlp.vocab, words=t.leaves()) for t in trees]
     brackets = [to_bracketed(t) for t in trees]
-    rows: dict = {"sentences": len(trees)}
-
-    from contextlib import ExitStack
-
+    rows["sentences"] = len(trees)
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         parse, grams, diff = {}, {}, {}
@@ -200,7 +227,21 @@ def main():
         report("gram", grams, all(diff[n] <= 1e-12 for n in (1, 2)), rows, n_pairs, "pair")
         print(f"gram: in-process on 2 threads {t_gram_in2:.1f} s")
         rows["gram"]["in_process_2_threads_s"] = t_gram_in2
-    if args.costs:
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--limit", type=int, default=None, help="Only the first N sentences (a quick run)")
+    ap.add_argument("--block-size", type=int, default=500, help="Gram block rows/columns")
+    ap.add_argument("--costs", action="store_true", help="Also the per-item costs of the other jobs")
+    ap.add_argument("--costs-only", action="store_true", help="Only the per-item costs of the other jobs")
+    ap.add_argument("--json", type=Path, default=None, help="Write the figures as JSON")
+    args = ap.parse_args()
+
+    rows: dict = {}
+    if not args.costs_only:
+        compare(args, rows)
+    if args.costs or args.costs_only:
         per_item_costs(rows)
     if args.json is not None:
         args.json.write_text(json.dumps(rows, indent=2), encoding="utf8")

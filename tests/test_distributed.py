@@ -3,12 +3,14 @@ processes gives what the single-process path gives (exactly; kernels to
 1e-12), a worker killed in the middle of a job loses and duplicates no
 shard, and without dask the core imports and the jobs say what to install."""
 import builtins
+import json
 import os
 import signal
 import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -182,10 +184,18 @@ def kill_one_worker_when(client, ready, record):
     return thread
 
 
-def test_killed_worker_loses_and_duplicates_no_shard(client, parser_nlp, test_trees, tmp_path):
+def test_killed_worker_loses_and_duplicates_no_shard(client, parser_nlp, test_trees, tmp_path, monkeypatch):
     out = tmp_path / "out"
     inputs = corpus_files(tmp_path, parser_nlp, test_trees[:14])
     n = 14
+    writes = []
+    real_atomic_file = dist.jobs.atomic_file
+
+    def counted(path):
+        writes.append(Path(path).name)
+        return real_atomic_file(path)
+
+    monkeypatch.setattr(dist.jobs, "atomic_file", counted)
 
     def first_shard_written():
         done = list(out.glob("shard-*.spacy")) if out.is_dir() else []
@@ -199,6 +209,7 @@ def test_killed_worker_loses_and_duplicates_no_shard(client, parser_nlp, test_tr
     assert record["pid"] not in client.run(os.getpid).values()  # that worker is gone
     assert len(paths) == n and sorted(p.name for p in out.iterdir()) == sorted(
         [p.name for p in paths] + ["shards.json"])  # no partial files, no extra shard
+    assert sorted(writes) == sorted([p.name for p in paths] + ["shards.json"])  # each shard written once
     got = list(dist.read_parsed(out, parser_nlp.vocab))
     want = one_process_docs(parser_nlp, dist.read_sentences(inputs))
     assert [doc_content(d) for d in got] == [doc_content(d) for d in want]
@@ -287,3 +298,33 @@ def test_cli_commands_on_a_running_scheduler(client, parser_nlp, train, test_tre
 def test_bad_settings_are_refused(train, kwargs, message):
     with pytest.raises(StructPrefError, match=message):
         dist.candidate_sets(train[:3], CPInventory.from_trees(train), progress=False, **kwargs)
+
+
+def test_attachment_utilities_of_a_trained_predictor(client, tmp_path):
+    """The component's own utilities and L_r, from the cluster and from the CLI."""
+    from spacy_structpref.corpora import corpus_docs
+    from spacy_structpref.learners.metrics import loss_at_r
+    from spacy_structpref.trees import doc_to_tree
+
+    nlp = spacy.blank("en")
+    pipe = nlp.add_pipe("attachment_predictor")
+    examples = [Example(d, d) for d in corpus_docs("ptb", "train", nlp.vocab, limit=20)]
+    nlp.initialize(lambda: examples)
+    pipe.update(examples)
+    docs = corpus_docs("ptb", "dev", nlp.vocab, limit=8)
+    want_u, want_gold = pipe._gold_utilities(docs)
+    trees = [doc_to_tree(d) for d in docs]
+    got_u, got_gold = dist.attachment_utilities(nlp, trees, shard_size=3, client=client, progress=False)
+    assert got_gold == want_gold and len(got_u) == len(want_u) > 20
+    assert all(np.allclose(g, w, rtol=1e-12, atol=1e-12) for g, w in zip(got_u, want_u))
+    nlp.to_disk(tmp_path / "model")
+    DocBin(docs=docs).to_disk(tmp_path / "dev.spacy")
+    result = CliRunner().invoke(app, ["attachment-utilities", str(tmp_path / "model"), str(tmp_path / "dev.spacy"),
+                                      "--r", "1,3", "-o", str(tmp_path / "u.json"), "--scheduler",
+                                      client.scheduler.address])
+    assert result.exit_code == 0, result.output
+    saved = json.loads((tmp_path / "u.json").read_text(encoding="utf8"))
+    assert saved["gold"] == want_gold and saved["loss"] == {str(k): v for k, v in
+                                                            loss_at_r(want_u, want_gold, (1, 3)).items()}
+    assert all(np.array_equal(np.asarray(s, dtype=float), g) for s, g in zip(saved["utilities"], got_u))
+    assert f"{100 * saved['loss']['1']:.2f} %" in result.stdout

@@ -2,6 +2,7 @@
 2, 4, 5) and pictures (Fig. 2 and a word's alternatives) as commands, run
 tiny: a few training sentences, a few evaluation sentences, one RNN epoch."""
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -25,7 +26,7 @@ runner = CliRunner()
 def rnn_config(tmp_path_factory):
     """The RNN config with one epoch."""
     path = tmp_path_factory.mktemp("configs") / "rnn1.cfg"
-    path.write_text((CONFIGS / "rnn.cfg").read_text().replace("epochs = 12", "epochs = 1"))
+    path.write_text(re.sub(r"(?m)^epochs = \d+$", "epochs = 1", (CONFIGS / "rnn.cfg").read_text()))
     return path
 
 
@@ -58,6 +59,8 @@ def test_attachment_tables_tiny(tmp_path, rnn_config):
     data = json.loads(out.read_text())
     settings = data["settings"]
     assert settings["eval_sentences"] == 3 and settings["sizes"] == [3] and settings["subset_size"] == 3
+    # the RNN stopped early on the first dev sentences' sets (--max-steps caps them too)
+    assert settings["validation_sentences"] == 3 and settings["validation_sets"] > 0
     t1 = data["table1"]
     assert sum(t1["class_sizes"].values()) == pytest.approx(100)
     assert [(r["learner"], r["sentences"]) for r in t1["rows"]] == [("VP", 3), ("RNN", 3)]
@@ -67,6 +70,23 @@ def test_attachment_tables_tiny(tmp_path, rnn_config):
         assert set(subset["models"]) == {"vp-setwise", "vp-pairwise", "rnn-setwise", "rnn-pairwise", "vp-linear"}
         for scores in subset["models"].values():
             assert 0 <= scores["L1"] <= 100 and 0 <= scores["pairwise_error"] <= 100
+
+
+def test_attachment_tables_one_learner_on_dev(tmp_path, rnn_config):
+    """``--learners rnn`` trains the RNN only; a dev evaluation leaves out the
+    validation sentences."""
+    out = tmp_path / "rnn.json"
+    result = runner.invoke(app, ["attachment-tables", str(out), "--tables", "1,2", "--sizes", "4", "--subsets", "2",
+                                 "--subset-size", "3", "--split", "dev", "--eval-sentences", "2",
+                                 "--validation-sentences", "2", "--learners", "rnn", "--rnn-config", str(rnn_config)])
+    assert result.exit_code == 0, result.output
+    data = json.loads(out.read_text())
+    first = [s for t in ptb_trees("dev")[2:4] for s in preference_sets(t, CPInventory.from_trees(ptb_trees("train")))]
+    assert data["settings"]["eval_sets"] == len(first) and data["settings"]["learners"] == ["rnn"]
+    assert [r["learner"] for r in data["table1"]["rows"]] == ["RNN"]
+    assert all(set(s["models"]) == {"rnn-setwise"} for s in data["subset_tables"]["per_subset"])
+    result = runner.invoke(app, ["attachment-tables", str(out), "--tables", "4", "--learners", "vp", "--max-steps", "2"])
+    assert result.exit_code == 1 and "Table 4 needs both" in result.output
 
 
 def test_attachment_tables_bad_input(tmp_path):

@@ -178,3 +178,62 @@ def test_learns_attachment(tmp_path):
     with pytest.raises(StructPrefError, match="nothing to save"):
         RecursiveNetLearner().to_disk(tmp_path / "untrained")
     assert not (tmp_path / "untrained").exists()
+
+
+def test_early_stopping_keeps_the_best_validation_epoch():
+    """Menchetti et al. (2005, §6.3.1): early stopping on validation sets.
+    The kept weights are those of the best epoch, checked against a net of
+    the same seed trained for exactly that many epochs without validation;
+    ``patience`` stops where the full curve says it should."""
+    from spacy_structpref.learners import SpecialisedLearner
+
+    inventory = CPInventory.from_trees(ptb_trees("train")[:300])
+    symbols = SymbolTable()
+
+    def sets(trees):
+        out = [s for t in trees for s in preference_sets(t, inventory)]
+        return [s.dag(symbols, reduced=True) for s in out], [s.gold for s in out]
+
+    (train, train_gold), (val, val_gold) = sets(ptb_trees("train")[:15]), sets(ptb_trees("dev")[:5])
+
+    def net(epochs, patience=0):
+        return RecursiveNetLearner(width=6, epochs=epochs, batch_size=4, optimizer=Adam(0.05), seed=1,
+                                   patience=patience)
+
+    full = net(8).fit(train, train_gold, validation=(val, val_gold))
+    curve = full.validation_losses
+    assert len(curve) == len(full.losses) == 8
+    assert len(set(curve)) > 2  # each epoch's own weights are scored (not the best so far)
+    best = int(np.argmin(curve)) + 1  # the first of equal minima
+    assert full.best_epoch == best
+    # each recorded error is L_1 of the weights then; the kept ones give the best of them
+    assert loss_at_r([full.utilities(c) for c in val], val_gold)[1] == pytest.approx(curve[best - 1])
+    reference = net(best).fit(train, train_gold)
+    for cands in val[:30]:
+        np.testing.assert_allclose(full.utilities(cands), reference.utilities(cands), rtol=1e-5, atol=1e-6)
+    # the saved weights are the kept ones
+    loaded = RecursiveNetLearner(width=6).from_bytes(full.to_bytes())
+    np.testing.assert_allclose(loaded.utilities(val[0]), full.utilities(val[0]), rtol=1e-6)
+    # patience p stops after p epochs in a row without a new best
+    for patience in (1, 2):
+        stopped = net(8, patience).fit(train, train_gold, validation=(val, val_gold))
+        run, best_so_far, since = 0, np.inf, 0
+        for error in curve:
+            run += 1
+            best_so_far, since = (error, 0) if error < best_so_far else (best_so_far, since + 1)
+            if since >= patience:
+                break
+        assert stopped.validation_losses == pytest.approx(curve[:run])
+    # specialised: each class's net stops on the validation sets of its class
+    keys = [len(c) % 2 for c in train]
+    val_keys = [len(c) % 2 for c in val]
+    spec = SpecialisedLearner(net(3)).fit(train, train_gold, keys, validation=(val, val_gold, val_keys))
+    for key, learner in spec.learners.items():
+        members = [i for i, k in enumerate(val_keys) if k == key]
+        assert len(learner.validation_losses) == 3
+        assert loss_at_r([learner.utilities(val[i]) for i in members],
+                         [val_gold[i] for i in members])[1] == pytest.approx(min(learner.validation_losses))
+    with pytest.raises(StructPrefError, match="patience"):
+        RecursiveNetLearner(patience=-1)
+    with pytest.raises(StructPrefError, match="validation is a pair"):
+        net(1).fit(train, train_gold, validation=(val,))

@@ -11,10 +11,13 @@ from spacy_structpref.models.distro import DistroScores
 from spacy_structpref.models.viterbi import viterbi_batch
 
 
-def brute_force(S, T, P, gold=None, cost=0.0, allowed=None):
+def brute_force(S, T, P, gold=None, cost=0.0, allowed=None, mask=None):
+    """Best (score, path) over every label sequence, or those allowed by
+    ``mask`` (n x M booleans) and ``allowed`` (a forced label, or -1, per position)."""
     n, M = S.shape
     best, arg = -numpy.inf, None
-    for y in itertools.product(range(M), repeat=n):
+    choices = [numpy.nonzero(row)[0] for row in mask] if mask is not None else [range(M)] * n
+    for y in itertools.product(*choices):
         if allowed is not None and any(a >= 0 and a != t for a, t in zip(allowed, y)):
             continue
         s = P[y[0]] + sum(S[i, t] for i, t in enumerate(y)) + sum(T[a, b] for a, b in zip(y, y[1:]))

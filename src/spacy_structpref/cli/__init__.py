@@ -216,8 +216,9 @@ def summary_cli(
     typer.echo(summary(project_dir, workflow, timings))
 
 
-from . import scale_out  # noqa: E402,F401  (registers parse-corpus, jackknife-lists, gram: dask clusters)
+from . import scale_out  # noqa: E402,F401  (registers parse-corpus, jackknife-lists, attachment-utilities, gram)
 from . import attachment  # noqa: E402,F401  (registers attachment-tables, attachment-pca, attachment-alternatives)
+from . import report  # noqa: E402,F401  (registers report: the results page)
 
 
 def main() -> None:

@@ -32,6 +32,10 @@ def attachment_tables_cli(
     vp_config: Path = typer.Option(VP_CONFIG, "--vp-config", help="The VP's learner config"),
     rnn_config: Path = typer.Option(RNN_CONFIG, "--rnn-config", help="The RNN's learner config"),
     rnn_epochs: int = typer.Option(0, "--rnn-epochs", help="Override the RNN config's epochs (0: keep)"),
+    validation_sentences: int = typer.Option(200, "--validation-sentences",
+                                             help="The first N dev sentences, on whose preference sets the RNN "
+                                                  "stops early (0: none; a dev evaluation skips them)"),
+    learners: str = typer.Option("vp,rnn", "--learners", help="Which learners to train (vp, rnn; Table 4 needs both)"),
     max_steps: int = typer.Option(0, "--max-steps", help="A smoke run: cap every training size, the subset "
                                                          "size and the evaluation at N sentences, the subsets at "
                                                          f"{SMOKE_SUBSETS} and the RNN epochs at {SMOKE_EPOCHS} "
@@ -47,8 +51,8 @@ def attachment_tables_cli(
 
     if split not in ("dev", "test"):
         raise StructPrefError(f"--split is dev or test, got {split!r}")
-    if max_steps < 0 or eval_sentences < 0 or rnn_epochs < 0:
-        raise StructPrefError("--max-steps, --eval-sentences and --rnn-epochs are >= 0")
+    if max_steps < 0 or eval_sentences < 0 or rnn_epochs < 0 or validation_sentences < 0:
+        raise StructPrefError("--max-steps, --eval-sentences, --rnn-epochs and --validation-sentences are >= 0")
     chosen, size_list = parse_tables(tables), parse_sizes(sizes)
     _data_root(data)
     if max_steps:
@@ -57,8 +61,10 @@ def attachment_tables_cli(
         eval_sentences = min(eval_sentences or max_steps, max_steps)
         subsets = min(subsets, SMOKE_SUBSETS)
         rnn_epochs = min(rnn_epochs or SMOKE_EPOCHS, SMOKE_EPOCHS)
+        validation_sentences = min(validation_sentences, max_steps)
     experiments = AttachmentExperiments(vp_config, rnn_config, split=split, eval_sentences=eval_sentences or None,
-                                        rnn_epochs=rnn_epochs or None, log=_log)
+                                        rnn_epochs=rnn_epochs or None, validation_sentences=validation_sentences,
+                                        learners=[x.strip() for x in learners.split(",") if x.strip()], log=_log)
     output.parent.mkdir(parents=True, exist_ok=True)
     result = experiments.run(chosen, size_list, subsets, subset_size, save=lambda part: srsly.write_json(output, part))
     typer.echo(format_tables(result))

@@ -14,9 +14,10 @@ FORMATS = (".png", ".svg")
 
 def _tagger(nlp):
     for name, factory in zip(nlp.pipe_names, (nlp.get_pipe_meta(n).factory for n in nlp.pipe_names)):
-        if factory == "distro_tagger":
+        if factory in ("distro_tagger", "distro_textcat"):
             return nlp.get_pipe(name)
-    raise StructPrefError(f"the pipeline has no distro_tagger component (pipes: {nlp.pipe_names})")
+    raise StructPrefError(f"the pipeline has no distro_tagger or distro_textcat component "
+                          f"(pipes: {nlp.pipe_names})")
 
 
 def label_similarity(tagger):
@@ -56,9 +57,14 @@ def draw_label_map(model_path: Union[str, Path], output_path: Union[str, Path]) 
 
     n = len(labels)
     fig, (ax_map, ax_sim) = plt.subplots(1, 2, figsize=(8 + 0.18 * n, 4 + 0.09 * n))
-    ax_map.scatter(coords[:, 0], coords[:, 1], s=12, color="tab:blue")
-    for (x, y), label in zip(coords, labels):
-        ax_map.annotate(label, (x, y), fontsize=7, xytext=(2, 2), textcoords="offset points")
+    # labels "FAMILY:label" (question classes) are coloured by family
+    families = sorted({label.split(":", 1)[0] for label in labels if ":" in label})
+    palette = {f: plt.get_cmap("tab10")(i % 10) for i, f in enumerate(families)}
+    colors = [palette.get(label.split(":", 1)[0], "tab:blue") for label in labels]
+    ax_map.scatter(coords[:, 0], coords[:, 1], s=12, c=colors)
+    for (x, y), label, color in zip(coords, labels, colors):
+        ax_map.annotate(label, (x, y), fontsize=7, xytext=(2, 2), textcoords="offset points",
+                        color=color if families else "black")
     ax_map.set_title(f"label vectors (d = {tagger.label_matrix.shape[0]}, effective rank "
                      f"{tagger.effective_rank}), first two principal directions", fontsize=9)
     if not tagger.has_label_structure:

@@ -157,11 +157,9 @@ def summarize(runs: List[dict]) -> List[dict]:
     return rows
 
 
-def table(summary: List[dict], metric: str) -> str:
-    """Fractions as rows, one ``mean ± std`` column per config and, for two
-    configs, their difference (first − second)."""
-    from wasabi import table as wasabi_table
-
+def table_rows(summary: List[dict]) -> tuple:
+    """``(header, rows)``: fractions as rows, one ``mean ± std`` column per
+    config and, for two configs, their difference (first − second)."""
     configs = list(dict.fromkeys(r["config"] for r in summary))
     by_key = {(r["config"], r["fraction"]): r for r in summary}
     fractions = sorted({r["fraction"] for r in summary})
@@ -175,6 +173,14 @@ def table(summary: List[dict], metric: str) -> str:
         if len(configs) == 2:
             row.append(f"{cells[0]['mean'] - cells[1]['mean']:+.2f}" if all(cells) else "-")
         data.append(row)
+    return header, data
+
+
+def table(summary: List[dict], metric: str) -> str:
+    """:func:`table_rows` as a wasabi table, titled with the metric."""
+    from wasabi import table as wasabi_table
+
+    header, data = table_rows(summary)
     return f"{metric} (× 100)\n" + wasabi_table(data, header=header, divider=True)
 
 

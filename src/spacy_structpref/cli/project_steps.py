@@ -101,28 +101,54 @@ def _scores(scores: dict, keys=KEY_SCORES) -> str:
                      if k in scores and isinstance(scores[k], float))
 
 
+def json_form(data) -> str:
+    """Which of this project's metrics files ``data`` (parsed JSON) is, by its
+    form: ``learning_curve`` (learning_curve.json), ``parseval``
+    (evaluate-parse), ``reranker`` (a reranking table's rows, first the
+    1-best, last the oracle), ``incremental`` (the incremental parser's
+    rows), ``attachment_tables``, ``spacy_scores`` (spacy evaluate) or
+    ``other``."""
+    if not isinstance(data, dict):
+        return "other"
+    if "summary" in data and "metric" in data:
+        return "learning_curve"
+    if "all" in data and "len<=40" in data:
+        return "parseval"
+    rows = data.get("rows")
+    if isinstance(rows, list) and rows and all(isinstance(r, dict) for r in rows):
+        if all("name" in r and "<=40" in r for r in rows):
+            return "reranker"
+        if all("f1_40" in r for r in rows):
+            return "incremental"
+    if "settings" in data and ("table1" in data or "subset_tables" in data):
+        return "attachment_tables"
+    if "speed" in data:
+        return "spacy_scores"
+    return "other"
+
+
 def _json_figure(data) -> str:
     """The key figure of a metrics JSON file of this project, by its form."""
     if not isinstance(data, dict):
         return ""
-    if "summary" in data and "metric" in data:  # learning_curve.json: the largest training set
+    form = json_form(data)
+    if form == "learning_curve":  # the largest training set
         rows = data["summary"]
         last = max((r["fraction"] for r in rows), default=None)
         return "; ".join(f"{r['config']} {r['mean']:.2f} ± {r['std']:.2f}" for r in rows
                          if r["fraction"] == last) + (f" ({data['metric']}, all train)" if rows else "")
-    if "all" in data and "len<=40" in data:  # evaluate-parse
+    if form == "parseval":
         return f"F1 {data['all']['f1']:.2f}, ≤40 {data['len<=40']['f1']:.2f}"
     rows = data.get("rows")
-    if isinstance(rows, list) and rows and all(isinstance(r, dict) for r in rows):
-        if all("name" in r and "<=40" in r for r in rows):  # reranker table: first row 1-best, last oracle
-            best = max(rows[1:-1] or rows[:1], key=lambda r: r["<=40"]["F1"])
-            return (f"F1 ≤40: {rows[0]['name']} {rows[0]['<=40']['F1']:.2f}, {best['name']} "
-                    f"{best['<=40']['F1']:.2f}, {rows[-1]['name']} {rows[-1]['<=40']['F1']:.2f}")
-        if all("f1_40" in r for r in rows):  # incremental parser
-            gold = [r for r in rows if r.get("tags") == "gold"] or rows
-            text = ", ".join(f"{r.get('search', '')} {r['f1_40']:.2f}" for r in gold)
-            loss = (data.get("L") or {}).get("1")
-            return f"F1 ≤40 {text}" + (f"; L_1 {loss:.2f} %" if loss is not None else "")
+    if form == "reranker":
+        best = max(rows[1:-1] or rows[:1], key=lambda r: r["<=40"]["F1"])
+        return (f"F1 ≤40: {rows[0]['name']} {rows[0]['<=40']['F1']:.2f}, {best['name']} "
+                f"{best['<=40']['F1']:.2f}, {rows[-1]['name']} {rows[-1]['<=40']['F1']:.2f}")
+    if form == "incremental":
+        gold = [r for r in rows if r.get("tags") == "gold"] or rows
+        text = ", ".join(f"{r.get('search', '')} {r['f1_40']:.2f}" for r in gold)
+        loss = (data.get("L") or {}).get("1")
+        return f"F1 ≤40 {text}" + (f"; L_1 {loss:.2f} %" if loss is not None else "")
     return _scores(data)
 
 
@@ -165,11 +191,13 @@ def step_figure(outputs: List[str], root: Path) -> str:
     return "; ".join(parts)
 
 
-def summary(project_dir: Path = Path("."), workflow: str = "all", timings: Optional[Path] = None) -> str:
-    """The table of every step of ``workflow``: its recorded time (and when
-    it finished: an old time is a step skipped this run, nothing having
-    changed), its exit status and its key figure."""
-    from wasabi import table
+SUMMARY_HEADER = ("step", "time", "finished", "status", "key figure")
+SUMMARY_ALIGNS = ("l", "r", "l", "l", "l")
+
+
+def summary_rows(project_dir: Path = Path("."), workflow: str = "all", timings: Optional[Path] = None) -> list:
+    """The rows of :func:`summary`'s table (:data:`SUMMARY_HEADER`), the
+    last one the total time."""
     from weasel.util import load_project_config
 
     project_dir = Path(project_dir)
@@ -193,5 +221,15 @@ def summary(project_dir: Path = Path("."), workflow: str = "all", timings: Optio
             total += entry["seconds"]
         rows.append([step, duration(entry and entry["seconds"]), when, state, step_figure(outputs, project_dir)])
     rows.append(["total", duration(total), "", "", ""])
-    return table(rows, header=("step", "time", "finished", "status", "key figure"), divider=True,
-                 aligns=("l", "r", "l", "l", "l"))
+    return rows
+
+
+def summary(project_dir: Path = Path("."), workflow: str = "all", timings: Optional[Path] = None) -> str:
+    """The table of every step of ``workflow``: its recorded time (and when
+    it finished: an old time is a step skipped this run, nothing having
+    changed), its exit status and its key figure (:func:`summary_rows`)."""
+    from wasabi import table
+
+    return table(summary_rows(project_dir, workflow, timings), header=SUMMARY_HEADER, divider=True,
+                 aligns=SUMMARY_ALIGNS)
+

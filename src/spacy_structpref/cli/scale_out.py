@@ -1,13 +1,15 @@
 """Commands that run on a dask cluster (:mod:`spacy_structpref.distributed`):
-``parse-corpus``, ``jackknife-lists`` and ``gram``. Each runs on
-``--scheduler tcp://HOST:PORT``, or on a LocalCluster of ``--n-workers``
-processes started for the command (default: one per core; 0: this
+``parse-corpus``, ``jackknife-lists``, ``attachment-utilities`` and
+``gram``. Each runs on ``--scheduler tcp://HOST:PORT``, or on a
+LocalCluster of ``--n-workers`` processes started for the command
+(default: one per core, or this process for a small input; 0: this
 process). dask is imported only when a command runs on a cluster."""
 from pathlib import Path
 from typing import List, Optional
 
 import typer
 
+from ..errors import StructPrefError
 from . import command
 
 SCHEDULER_HELP = "Address of a running dask scheduler (tcp://HOST:PORT); default: a LocalCluster for the command"
@@ -53,6 +55,46 @@ def jackknife_lists_cli(
                             scheduler=scheduler, n_workers=n_workers)
     save_items(output, items)
     typer.echo(f"wrote {len(items)} lists ({count_fallbacks(items)} fallbacks) to {output}")
+
+
+@command("attachment-utilities")
+def attachment_utilities_cli(
+    model: str = typer.Argument(..., help="Trained pipeline with an attachment_predictor"),
+    trees: Path = typer.Argument(..., help="Gold trees: .spacy with constituents or a bracket file"),
+    output: Optional[Path] = typer.Option(None, "--output", "-o",
+                                          help="Write every set's utilities and gold index as JSON"),
+    r: str = typer.Option("1,2,3,4,5", "--r", help="Comma-separated ranks of the L_r table"),
+    shard_size: int = typer.Option(100, "--shard-size", help="Trees (then preference sets) per task"),
+    scheduler: Optional[str] = typer.Option(None, "--scheduler", help=SCHEDULER_HELP),
+    n_workers: Optional[int] = typer.Option(None, "--n-workers", help=WORKERS_HELP),
+):
+    """First-pass attachment on a dask cluster: the candidate sets of the gold
+    trees (shards of sentences) and the trained learner's utilities of them
+    (its support sent once), with L_r (Menchetti et al. 2005, §5): the
+    fraction of words whose gold candidate is not among the r best."""
+    import json
+
+    from wasabi import msg
+
+    from ..distributed import attachment_utilities, read_trees
+    from ..learners.metrics import loss_at_r
+    from ..saving import atomic_file
+    from . import _numbers
+
+    ranks = _numbers(r, int, "--r")
+    utilities, gold = attachment_utilities(model, read_trees(trees), shard_size=shard_size, scheduler=scheduler,
+                                           n_workers=n_workers)
+    if not gold:
+        raise StructPrefError(f"{trees} gives no preference set (every sentence has one word)")
+    losses = loss_at_r(utilities, gold, ranks)
+    n_candidates = sum(len(u) for u in utilities)
+    msg.table([("sets", len(gold)), ("candidates", n_candidates), ("no gold candidate", gold.count(None))]
+              + [(f"L_{k}", f"{100 * v:.2f} %") for k, v in losses.items()], header=("", str(trees)))
+    if output is not None:  # the standard json module: floats written exactly (srsly's keep 10 digits)
+        with atomic_file(output) as tmp:
+            tmp.write_text(json.dumps({"loss": {str(k): v for k, v in losses.items()}, "gold": gold,
+                                       "utilities": [[float(x) for x in u] for u in utilities]}), encoding="utf8")
+        typer.echo(f"wrote {output}")
 
 
 @command("gram")

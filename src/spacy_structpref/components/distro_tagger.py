@@ -11,6 +11,13 @@ a_learn_rate_scale, then unit columns). :meth:`DistroTaggerComponent.finish_upda
 steps only the current phase's sublayers of the model (see
 :mod:`..models.distro`). With the model's ``onehot = true`` A stays the
 identity and every step is a w step: the structured SVM baseline.
+
+``tag_dict_min_count`` (null = off) restricts decoding, in training and at
+prediction alike, to a tag dictionary read off the training data at
+``initialize`` (see :mod:`..models.tag_dictionary`): words seen at least that
+often may take only the tags they were seen with, all other words any tag.
+The setting lives on the component, so DISTRO and the one-hot baseline use it
+identically; the dictionary is saved with the component.
 """
 import warnings
 from itertools import islice
@@ -29,7 +36,8 @@ from ..saving import atomic_directory, check_saved, load_errors
 # Registers the architectures named in the default config (pure Python; the
 # compiled Viterbi is imported on first use).
 from ..models import sparse_features as _sparse  # noqa: F401
-from ..models.distro import effective_rank, finish_label_update, set_phase
+from ..models.distro import effective_rank, finish_label_update, predict_scores, set_phase
+from ..models.tag_dictionary import TagDictionary
 
 # |cosine| above which two label vectors count as related (float32 noise is ~1e-7)
 STRUCTURE_TOL = 1e-4
@@ -47,50 +55,63 @@ width = null
 DEFAULT_MODEL = Config().from_str(DEFAULT_MODEL_CONFIG)["model"]
 
 
+# the learning settings shared with distro_textcat
+SCHEDULE_DEFAULTS = {"w_steps": 100, "a_steps": 20, "nuclear_lambda": 1.0,
+                     "a_learn_rate_scale": 1.0, "cost": 1.0}
+
+
 @Language.factory(
     "distro_tagger",
     assigns=["token.tag"],
     default_config={
         "model": DEFAULT_MODEL,
         "overwrite": False,
-        "w_steps": 100,
-        "a_steps": 20,
-        "nuclear_lambda": 1.0,
-        "a_learn_rate_scale": 1.0,
-        "cost": 1.0,
+        **SCHEDULE_DEFAULTS,
+        "tag_dict_min_count": None,
         "scorer": {"@scorers": "spacy.tagger_scorer.v1"},
     },
     default_score_weights={"tag_acc": 1.0},
 )
 def make_distro_tagger(nlp: Language, name: str, model: Model, overwrite: bool, w_steps: int,
                        a_steps: int, nuclear_lambda: float, a_learn_rate_scale: float,
-                       cost: float, scorer: Optional[Callable]) -> "DistroTaggerComponent":
+                       cost: float, tag_dict_min_count: Optional[int],
+                       scorer: Optional[Callable]) -> "DistroTaggerComponent":
     return DistroTaggerComponent(nlp.vocab, model, name, overwrite=overwrite, w_steps=w_steps,
                                  a_steps=a_steps, nuclear_lambda=nuclear_lambda,
-                                 a_learn_rate_scale=a_learn_rate_scale, cost=cost, scorer=scorer)
+                                 a_learn_rate_scale=a_learn_rate_scale, cost=cost,
+                                 tag_dict_min_count=tag_dict_min_count, scorer=scorer)
 
 
 class DistroTaggerComponent(TrainablePipe):
     """Sequence tagger with label vectors; see the module docstring."""
 
+    saved_as = "distro_tagger"  # the marker of a saved component (refuses a wrong load)
+
     def __init__(self, vocab, model: Model, name: str = "distro_tagger", *,
                  overwrite: bool = False, w_steps: int = 100, a_steps: int = 20,
                  nuclear_lambda: float = 1.0, a_learn_rate_scale: float = 1.0,
-                 cost: float = 1.0, scorer: Optional[Callable] = None):
+                 cost: float = 1.0, tag_dict_min_count: Optional[int] = None,
+                 scorer: Optional[Callable] = None):
         if w_steps < 1 or a_steps < 0:
             raise TaggerError(f"w_steps must be >= 1 and a_steps >= 0, got {w_steps}, {a_steps}")
         if nuclear_lambda < 0 or cost < 0 or a_learn_rate_scale <= 0:
             raise TaggerError("nuclear_lambda and cost must be >= 0 and a_learn_rate_scale > 0, "
                               f"got {nuclear_lambda}, {cost}, {a_learn_rate_scale}")
+        if tag_dict_min_count is not None and (not isinstance(tag_dict_min_count, int)
+                                               or tag_dict_min_count < 1):
+            raise TaggerError(f"tag_dict_min_count must be null (off) or an int >= 1, got "
+                              f"{tag_dict_min_count!r}")
         self.vocab = vocab
         self.model = model
         self.name = name
         self.cfg = {"labels": [], "overwrite": overwrite, "w_steps": w_steps,
                     "a_steps": a_steps, "nuclear_lambda": nuclear_lambda,
-                    "a_learn_rate_scale": a_learn_rate_scale, "cost": cost}
+                    "a_learn_rate_scale": a_learn_rate_scale, "cost": cost,
+                    "tag_dict_min_count": tag_dict_min_count, "tag_dictionary": None}
         self.scorer = scorer
         self.n_steps = 0  # optimizer steps taken: drives the alternating schedule
         self.last_rank: Optional[int] = None
+        self._tag_dict: Optional[TagDictionary] = None
 
     # -- labels ---------------------------------------------------------------
     @property
@@ -115,9 +136,9 @@ class DistroTaggerComponent(TrainablePipe):
 
     def initialize(self, get_examples: Callable[[], Iterable[Example]], *, nlp=None,
                    labels: Optional[List[str]] = None) -> None:
-        validate_get_examples(get_examples, "DistroTaggerComponent.initialize")
+        validate_get_examples(get_examples, f"{type(self).__name__}.initialize")
         if labels is None:
-            labels = sorted({t.tag_ for eg in get_examples() for t in eg.reference if t.tag_})
+            labels = self._gold_labels(get_examples)
         for tag in labels:
             self.add_label(tag)
         self._require_labels()
@@ -126,6 +147,33 @@ class DistroTaggerComponent(TrainablePipe):
             raise TaggerError(f"{self.name}: initialize got no examples")
         self.model.set_dim("nO", len(self.labels))
         self.model.initialize(X=docs)
+        min_count = self.cfg["tag_dict_min_count"]
+        if min_count is not None:
+            index = {label: i for i, label in enumerate(self.labels)}
+            pairs = ((t.text, index.get(t.tag_, -1)) for eg in get_examples() for t in eg.reference)
+            self._tag_dict = TagDictionary.from_pairs(pairs, len(self.labels), min_count)
+            self.cfg["tag_dictionary"] = self._tag_dict.to_json()
+
+    def _gold_labels(self, get_examples: Callable[[], Iterable[Example]]) -> List[str]:
+        """The label set of the training data: the gold tags."""
+        return sorted({t.tag_ for eg in get_examples() for t in eg.reference if t.tag_})
+
+    @property
+    def tag_dictionary(self) -> Optional[TagDictionary]:
+        """The tag dictionary decoding is restricted to (None when
+        ``tag_dict_min_count`` is null)."""
+        if self._tag_dict is None and self.cfg.get("tag_dictionary") is not None:
+            self._tag_dict = TagDictionary(len(self.labels), self.cfg["tag_dictionary"])
+        return self._tag_dict
+
+    def candidate_mask(self, docs: Iterable[Doc]) -> Optional[numpy.ndarray]:
+        """(tokens, labels) bool: the tags each token of ``docs`` may take,
+        or None when every tag may (no tag dictionary)."""
+        td = self.tag_dictionary
+        if td is None:
+            return None
+        orths = [doc.to_array("ORTH") for doc in docs]
+        return td.mask_of_hashes(numpy.concatenate(orths) if orths else numpy.zeros(0, "uint64"))
 
     # -- prediction -----------------------------------------------------------
     def predict(self, docs: Iterable[Doc]) -> List[numpy.ndarray]:
@@ -136,7 +184,8 @@ class DistroTaggerComponent(TrainablePipe):
         lengths = [len(d) for d in docs]
         if not any(lengths):
             return [numpy.zeros((n,), dtype="i") for n in lengths]
-        paths = decode(self.model.predict(docs))
+        mask = self.candidate_mask(docs)
+        paths = decode(predict_scores(self.model, docs, mask), mask)
         return numpy.split(paths, numpy.cumsum(lengths)[:-1])
 
     def set_annotations(self, docs: Iterable[Doc], tag_ids: List[numpy.ndarray]) -> None:
@@ -202,28 +251,37 @@ class DistroTaggerComponent(TrainablePipe):
 
         examples = list(examples)
         validate_examples(examples, "DistroTaggerComponent.get_loss")
-        loss, (dS, dT, dP) = hinge_loss(scores, self.gold_ids(examples), self.cfg["cost"])
+        loss, (dS, dT, dP) = hinge_loss(scores, self.gold_ids(examples), self.cfg["cost"],
+                                        self.candidate_mask(eg.predicted for eg in examples))
         n = max(len(examples), 1)
         ops = self.model.ops
         return loss / n, (ops.asarray2f(dS / n), ops.asarray2f(dT / n), ops.asarray1f(dP / n))
 
     # -- saving ---------------------------------------------------------------
     def to_disk(self, path, *, exclude=tuple()) -> None:
-        with atomic_directory(path, "distro_tagger") as tmp:
+        with atomic_directory(path, self.saved_as) as tmp:
             super().to_disk(tmp, exclude=exclude)
 
     def from_disk(self, path, *, exclude=tuple()) -> "DistroTaggerComponent":
-        path = check_saved(path, "distro_tagger")
+        path = check_saved(path, self.saved_as)
         with load_errors(f"{self.name} from {path}"):
             super().from_disk(path, exclude=exclude)
-        self._check_labels()
+        self._loaded()
         return self
 
     def from_bytes(self, bytes_data: bytes, *, exclude=tuple()) -> "DistroTaggerComponent":
         with load_errors(self.name):
             super().from_bytes(bytes_data, exclude=exclude)
-        self._check_labels()
+        self._loaded()
         return self
+
+    def _loaded(self) -> None:
+        """Check what was loaded and rebuild the tag dictionary from ``cfg``."""
+        self._check_labels()
+        self._tag_dict = None
+        if self.cfg.get("tag_dictionary") is not None:
+            with load_errors(f"{self.name}'s tag dictionary"):
+                self._tag_dict = TagDictionary(len(self.labels), self.cfg["tag_dictionary"])
 
     def _check_labels(self) -> None:
         """The labels (saved in ``cfg``) and the model's label matrix agree: a

@@ -276,3 +276,17 @@ class ForestParser(Pipe):
             self._load_state({field: read(path / name) for field, (name, _, read) in FILES.items()
                               if field not in exclude and (path / name).exists()})
         return self
+
+
+def preceding_forest_parser(nlp: Language, name: str, uses: str) -> str:
+    """The name of the nearest ``forest_parser`` before component ``name`` in
+    ``nlp``; a clear error when there is none. ``uses`` says what ``name``
+    takes from it ("reranks the k-best lists")."""
+    names = list(nlp.component_names)  # disabled (e.g. frozen) components included
+    if name not in names:
+        raise StructPrefError(f"{name} is not a component of this pipeline ({names})")
+    parsers = [n for n in names[:names.index(name)] if nlp.get_pipe_meta(n).factory == "forest_parser"]
+    if not parsers:
+        raise StructPrefError(f"{name} {uses} of a forest_parser, and no forest_parser "
+                              f"precedes it in the pipeline {names}: add one before it")
+    return parsers[-1]

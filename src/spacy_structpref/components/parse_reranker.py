@@ -132,17 +132,12 @@ class ParseReranker(Pipe):
         """The settings of the ``forest_parser`` whose lists this component
         reranks: the nearest one before it in ``nlp``; a clear error when
         there is none, or when its k is smaller than this component's."""
-        names = list(nlp.component_names)  # disabled (e.g. frozen) components included
-        if self.name not in names:
-            raise StructPrefError(f"{self.name} is not a component of this pipeline ({names})")
-        before = names[:names.index(self.name)]
-        parsers = [n for n in before if nlp.get_pipe_meta(n).factory == "forest_parser"]
-        if not parsers:
-            raise StructPrefError(f"{self.name} reranks the k-best lists of a forest_parser, and no forest_parser "
-                                  f"precedes it in the pipeline {names}: add one before it")
-        parser = nlp.get_pipe(parsers[-1])
+        from .forest_parser import preceding_forest_parser
+
+        parser_name = preceding_forest_parser(nlp, self.name, "reranks the k-best lists")
+        parser = nlp.get_pipe(parser_name)
         if parser.cfg["k"] < self.cfg["k"]:
-            raise StructPrefError(f"{parsers[-1]} keeps {parser.cfg['k']}-best lists, but {self.name} reranks "
+            raise StructPrefError(f"{parser_name} keeps {parser.cfg['k']}-best lists, but {self.name} reranks "
                                   f"{self.cfg['k']} candidates: set the forest_parser's k to at least "
                                   f"{self.cfg['k']}, or the reranker's k to at most {parser.cfg['k']}")
         return dict(parser.cfg)

@@ -126,12 +126,19 @@ class DaskRunner(Runner):
         distributed = require_dask()
         index = {h.key: i for i, h in enumerate(handles)}
         out: List[Any] = [None] * len(handles)
+        done = [False] * len(handles)
         with self._bar(sizes, desc, progress) as bar:
             for future, result in distributed.as_completed(list(handles), with_results=True):
                 i = index[future.key]
+                if done[i]:  # a result comes once; a second one would duplicate a shard
+                    continue
+                done[i] = True
                 out[i] = on_result(i, result) if on_result is not None else result
                 future.release()  # the worker may drop it
                 bar.update(sizes[i])
+        if not all(done):
+            raise StructPrefError(f"{done.count(False)} of {len(handles)} tasks of {desc.partition(':')[0]!r} "
+                                  "returned no result")
         return out
 
 

@@ -1,4 +1,4 @@
-"""The jobs that run on a ``dask.distributed`` cluster (SPEC §9, scale-out),
+"""The jobs that run on a ``dask.distributed`` cluster (scale-out),
 each a function of (data, settings, where to run) that returns exactly what
 the single-process path returns:
 
@@ -14,7 +14,8 @@ the single-process path returns:
 - :func:`set_utilities`: a trained learner's utilities (the kernel voted
   perceptron's ``Σ_s c_s [K(x_best_s, x) − K(x_wrong_s, x)]``) of every
   candidate of a test set, the support sent once, the sets in shards; =
-  ``learner.utilities`` of each set's DAG.
+  ``learner.utilities`` of each set's DAG; :func:`attachment_utilities`:
+  both for a trained ``attachment_predictor`` on one cluster.
 - :func:`gram`: a kernel (Gram) matrix in row × column blocks; =
   :func:`spacy_structpref.kernels.gram` to 1e-12.
 
@@ -304,6 +305,29 @@ def set_utilities(learner, psets: Sequence, reduced: bool = False, keys: Optiona
         handles = [run.submit(tasks.utilities_shard, shared, psets[a:b], reduced, keys[a:b]) for a, b in bounds]
         parts = run.gather(handles, [b - a for a, b in bounds], "utilities:set", progress)
     return [u for part in parts for u in part]
+
+
+def attachment_utilities(model, trees: Sequence[Tree], *, shard_size: int = 100, client=None,
+                         scheduler: str = None, n_workers: Optional[int] = None,
+                         progress: bool = True) -> Tuple[List[np.ndarray], List[Optional[int]]]:
+    """A trained ``attachment_predictor``'s utilities of every preference set
+    of gold ``trees`` (its CP inventory's candidates given each gold prefix,
+    Menchetti et al. 2005, §5), with each set's gold index: what the
+    component's ``attachment_loss`` scores, from :func:`candidate_sets` and
+    :func:`set_utilities` on one cluster (``model``: a pipeline, its name or
+    path, or the component)."""
+    from ..components.attachment_predictor import AttachmentPredictor, find_attachment_predictor
+
+    component = model if isinstance(model, AttachmentPredictor) else find_attachment_predictor(_pipeline(model))
+    component._require_inventory()
+    trees = list(trees)
+    with runner(**_where(client, scheduler, n_workers), in_process=len(trees) < SMALL["candidates"]) as run:
+        where = {"n_workers": 0} if isinstance(run, LocalRunner) else {"client": run.client}
+        psets = candidate_sets(trees, component.inventory, shard_size=shard_size, progress=progress, **where)
+        keys = [component.foot_class(s.foot) for s in psets] if component.cfg["specialise"] else None
+        utilities = set_utilities(component.learner, psets, component.cfg["reduced"], keys, shard_size=shard_size,
+                                  progress=progress, **where)
+    return utilities, [s.gold for s in psets]
 
 
 # ------------------------------------------------------------------ kernels

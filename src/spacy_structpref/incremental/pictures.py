@@ -34,6 +34,8 @@ from .classes import foot_class
 from .parsing import IncrementalParser
 from .paths import ATTACH, CPType, extend
 
+# dev sentences whose preference sets a recursive net trained for a picture stops early on
+PICTURE_VALIDATION = 50
 FORMATS = (".png", ".svg")
 GOLD, PREDICTED, PATH, ANCHOR = "#1a9850", "#e66101", "#e66101", "#5e3c99"
 
@@ -76,8 +78,10 @@ class AttachmentModel:
     def train(cls, config: Union[str, Path], sentences: int, specialise: bool = False) -> "AttachmentModel":
         """A learner from a config's ``[learner]`` block trained on the reduced
         preference sets of the first ``sentences`` train sentences (the CP
-        inventory from all of train)."""
+        inventory from all of train); a recursive net stops early on the sets
+        of the first :data:`PICTURE_VALIDATION` dev sentences."""
         from ..corpora import ptb_trees
+        from ..learners import RecursiveNetLearner
         from ..learners.kernels import TreeKernel
         from .tables import fit_attachment_learner, learner_from_config
 
@@ -89,7 +93,10 @@ class AttachmentModel:
         train = ptb_trees("train")
         inventory = CPInventory.from_trees(train)
         psets = [s for t in train[:sentences] for s in preference_sets(t, inventory)]
-        trained, utilities = fit_attachment_learner(learner, psets, symbols, reduced=True, specialise=specialise)
+        validation = ([s for t in ptb_trees("dev")[:PICTURE_VALIDATION] for s in preference_sets(t, inventory)]
+                      if isinstance(learner, RecursiveNetLearner) else None)
+        trained, utilities = fit_attachment_learner(learner, psets, symbols, reduced=True, specialise=specialise,
+                                                    validation=validation)
 
         def learner_for(foot: str):
             return trained.learners.get(foot_class(foot)) if specialise else trained
@@ -284,7 +291,7 @@ def alternatives_svg(alts: Alternatives, top: int = 8, columns: int = 2) -> str:
     purple; the gold alternative framed green, the predicted one orange."""
     from xml.sax.saxutils import escape
 
-    from ..trees.draw import tree_to_svg
+    from ..trees.draw import FONT_FAMILY, text_width, tree_to_svg
 
     if top < 1 or columns < 1:
         raise StructPrefError(f"top and columns must be >= 1, got {top} and {columns}")
@@ -304,16 +311,20 @@ def alternatives_svg(alts: Alternatives, top: int = 8, columns: int = 2) -> str:
         frame = GOLD if j == alts.gold else PREDICTED if j == alts.predicted else "#bbbbbb"
         panels.append((inner, width, height, caption, frame, 3 if marks else 1))
     pad, line = 10, 16
-    cell_w = max(max(p[1] for p in panels), 420) + 2 * pad
-    rows = [panels[i:i + columns] for i in range(0, len(panels), columns)]
-    heights = [max(p[2] for p in row) + 2 * line + 3 * pad for row in rows]
-    head = 3 * line
-    total_w, total_h = cell_w * min(columns, len(panels)), head + sum(heights)
     gold_note = (f"gold ranked #{rank[alts.gold]}" if alts.gold is not None
                  else "the gold CP type is not in the inventory" if alts.from_tree
                  else "gold unknown (tagged text: the prefix is the model's greedy parse)")
+    legend = f"{alts.model.name}; {gold_note}; path nodes orange, anchor purple; frame gold, predicted"
+    # each cell as wide as its widest tree or caption, the picture as wide as its title lines
+    cell_w = max(max(p[1] for p in panels), max(text_width(c, "text") for p in panels for c in p[3])) + 2 * pad
+    rows = [panels[i:i + columns] for i in range(0, len(panels), columns)]
+    heights = [max(p[2] for p in row) + 2 * line + 3 * pad for row in rows]
+    head = 3 * line
+    total_w = max(cell_w * min(columns, len(panels)), text_width(_title(alts), "label") + 2 * pad,
+                  text_width(legend, "text") + 2 * pad)
+    total_h = head + sum(heights)
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{total_w:.0f}" height="{total_h:.0f}" '
-             'font-family="sans-serif" font-size="13">',
+             f'viewBox="0 0 {total_w:.0f} {total_h:.0f}" font-family="{FONT_FAMILY}" font-size="13">',
              '<rect width="100%" height="100%" fill="white"/>',
              f'<text x="{pad}" y="{line + 2}" font-weight="bold">{escape(_title(alts))}</text>',
              f'<text x="{pad}" y="{2 * line + 4}">{escape(alts.model.name)}; {gold_note}; path nodes '

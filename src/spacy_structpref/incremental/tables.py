@@ -19,7 +19,11 @@ Training sentences are the first ones of the train split (nested sizes),
 the subsets consecutive blocks of it (the paper drew them at random from
 WSJ sections 2–21); the CP inventory is read off the whole train split;
 evaluation is on every preference set of the test split (or its first
-sentences). Learners are built from config files
+sentences). The RNN stops early as the paper's did: each epoch's weights are
+scored by ``L_1`` on the preference sets of the first ``validation_sentences``
+of the dev split and the best epoch's kept (with specialisation, each foot
+class's net on that class's validation sets); an evaluation on dev leaves
+those sentences out. Learners are built from config files
 (``configs/learners/vp.cfg`` and ``rnn.cfg``); subset ``k`` seeds its
 learners with ``k``. Every candidate set is built once per evaluation and
 scored by all the models trained at that point.
@@ -62,19 +66,32 @@ Scorer = Callable[[object, str], np.ndarray]  # (candidate DAG, foot tag) -> uti
 
 
 def fit_attachment_learner(learner, psets: Sequence[PreferenceSet], symbols: SymbolTable, reduced: bool = True,
-                           specialise: bool = False) -> Tuple[object, Scorer]:
+                           specialise: bool = False,
+                           validation: Optional[Sequence[PreferenceSet]] = None) -> Tuple[object, Scorer]:
     """Train a preference learner on the candidates of first-pass attachment
     sets (built on access over ``symbols``, a VP's ``kernel.symbols``; with
     tree reduction when ``reduced``), one clone per foot class when
-    ``specialise`` (Menchetti et al. 2005, §6.3.1). Returns the trained
-    learner and its scorer ``(candidate DAG, foot tag) -> utilities``."""
+    ``specialise`` (Menchetti et al. 2005, §6.3.1). ``validation``: held-out
+    preference sets for a learner that stops early on them (the recursive
+    net's ``fit(..., validation=...)``; per foot class when specialised).
+    Returns the trained learner and its scorer ``(candidate DAG, foot tag) ->
+    utilities``."""
     from ..learners import SpecialisedLearner
 
-    sets, gold = CandidateSets(psets, symbols, reduced=reduced), [s.gold for s in psets]
+    def sets_of(ps):
+        return CandidateSets(ps, symbols, reduced=reduced), [s.gold for s in ps]
+
+    sets, gold = sets_of(psets)
+    held = sets_of(validation) if validation else None
     if specialise:
-        spec = SpecialisedLearner(learner).fit(sets, gold, [foot_class(s.foot) for s in psets])
+        keys = [foot_class(s.foot) for s in psets]
+        spec = SpecialisedLearner(learner).fit(sets, gold, keys, validation=held and (
+            *held, [foot_class(s.foot) for s in validation]))
         return spec, lambda dag, foot: spec.utilities(dag, foot_class(foot))
-    learner.fit(sets, gold)
+    if held:
+        learner.fit(sets, gold, validation=held)
+    else:
+        learner.fit(sets, gold)
     return learner, lambda dag, foot: learner.utilities(dag)
 
 
@@ -153,12 +170,22 @@ class AttachmentExperiments:
     """The training data, the CP inventory, the evaluation sets and the
     learner configs the tables share. ``eval_sentences``: only the first
     sentences of the evaluation split (None: all); ``rnn_epochs``: override
-    the RNN config's epochs (short runs); ``log``: progress lines."""
+    the RNN config's epochs (short runs); ``validation_sentences``: the first
+    dev sentences whose preference sets the RNN stops early on (0: none; an
+    evaluation on dev starts after them); ``learners``: which of vp, rnn to
+    train (Table 4 needs both); ``log``: progress lines."""
 
     def __init__(self, vp_config: Path, rnn_config: Path, split: str = "test",
                  eval_sentences: Optional[int] = None, rnn_epochs: Optional[int] = None,
+                 validation_sentences: int = 200, learners: Sequence[str] = LEARNERS,
                  log: Callable[[str], None] = lambda line: None):
         from ..corpora import ptb_trees
+
+        self.learners = [kind for kind in LEARNERS if kind in learners]
+        if not self.learners or set(learners) - set(LEARNERS):
+            raise StructPrefError(f"learners are among {', '.join(LEARNERS)}, got {list(learners)}")
+        if validation_sentences < 0:
+            raise StructPrefError(f"validation_sentences must be >= 0, got {validation_sentences}")
 
         self.configs = {"vp": Path(vp_config), "rnn": Path(rnn_config)}
         for path in self.configs.values():
@@ -172,10 +199,17 @@ class AttachmentExperiments:
         self.inventory = CPInventory.from_trees(self.train)
         self.symbols = SymbolTable()  # every tree-kernel VP and every candidate DAG share it
         self.split = split
-        self.eval_sets = [s for t in ptb_trees(split)[:eval_sentences] for s in preference_sets(t, self.inventory)]
+        dev = ptb_trees("dev")
+        if validation_sentences >= len(dev):
+            raise StructPrefError(f"validation_sentences must leave some of the {len(dev)} dev sentences, "
+                                  f"got {validation_sentences}")
+        self.validation_sentences = validation_sentences
+        self.validation = [s for t in dev[:validation_sentences] for s in preference_sets(t, self.inventory)]
+        evaluation = ptb_trees(split)[validation_sentences if split == "dev" else 0:][:eval_sentences]
+        self.eval_sets = [s for t in evaluation for s in preference_sets(t, self.inventory)]
         self.eval_gold = [s.gold for s in self.eval_sets]
         self.eval_class = [foot_class(s.foot) for s in self.eval_sets]
-        self.eval_sentences = len(ptb_trees(split)[:eval_sentences])
+        self.eval_sentences = len(evaluation)
 
     # -- parts ----------------------------------------------------------------
     def learner(self, kind: str, seed: int, loss: Optional[str] = None):
@@ -234,8 +268,14 @@ class AttachmentExperiments:
         return {cls: 100 * self.eval_class.count(cls) / n for cls in CLASSES}
 
     def _timed_fit(self, learner, psets, specialise: bool):
+        from ..learners import RecursiveNetLearner
+
         t0 = time.perf_counter()
-        trained, scorer = fit_attachment_learner(learner, psets, self.symbols, specialise=specialise)
+        validation = self.validation if isinstance(learner, RecursiveNetLearner) else None
+        trained, scorer = fit_attachment_learner(learner, psets, self.symbols, specialise=specialise,
+                                                 validation=validation)
+        if validation:
+            self.log(f"best validation epochs: {_best_epochs(trained)}")
         return trained, scorer, time.perf_counter() - t0
 
     # -- the tables -----------------------------------------------------------
@@ -247,14 +287,14 @@ class AttachmentExperiments:
             psets = self.training_sets(0, size)
             n = len(self.train[:size])
             scorers, seconds = {}, {}
-            for kind in LEARNERS:
+            for kind in self.learners:
                 _, scorers[kind], seconds[kind] = self._timed_fit(self.learner(kind, 0), psets, specialise=True)
                 self.log(f"table 1: {NAMES[kind]} on {n} sentences ({len(psets)} sets) trained in "
                          f"{seconds[kind]:.1f} s")
             t0 = time.perf_counter()
             scores = self.evaluate(scorers)
             t_eval = time.perf_counter() - t0
-            for kind in LEARNERS:
+            for kind in self.learners:
                 scores[kind].train_seconds = seconds[kind]
                 rows.append({"learner": NAMES[kind], "sentences": n, "training_sets": len(psets),
                              "eval_seconds": t_eval, **scores[kind].to_dict()})
@@ -271,13 +311,15 @@ class AttachmentExperiments:
             raise StructPrefError(f"{n_subsets} × {size} sentences exceed the {len(self.train)} of train")
         from ..learners import KernelPerceptron, LinearKernel
 
-        losses = {kind: self.config_loss(kind) for kind in LEARNERS}
+        if 4 in tables and set(self.learners) != set(LEARNERS):
+            raise StructPrefError("Table 4 needs both learners (the RNN's states and the tree-kernel VP)")
+        losses = {kind: self.config_loss(kind) for kind in self.learners}
         per_subset = []
         for k in range(n_subsets):
             psets = self.training_sets(k * size, (k + 1) * size)
-            wanted = {(kind, losses[kind]) for kind in LEARNERS}
+            wanted = {(kind, losses[kind]) for kind in self.learners}
             if 5 in tables:
-                wanted |= {(kind, loss) for kind in LEARNERS for loss in LOSS_CODE}
+                wanted |= {(kind, loss) for kind in self.learners for loss in LOSS_CODE}
             trained, scorers, seconds = {}, {}, {}
             for kind, loss in sorted(wanted):
                 name = f"{kind}-{loss}"
@@ -314,6 +356,8 @@ class AttachmentExperiments:
         t0 = time.perf_counter()
         result = {"settings": {"vp_config": str(self.configs["vp"]), "rnn_config": str(self.configs["rnn"]),
                                "rnn_epochs": self.rnn_epochs, "split": self.split,
+                               "validation_sentences": self.validation_sentences,
+                               "validation_sets": len(self.validation), "learners": self.learners,
                                "eval_sentences": self.eval_sentences, "eval_sets": len(self.eval_sets),
                                "train_sentences": len(self.train), "cp_types": len(self.inventory),
                                "tables": list(tables), "sizes": [s or "all" for s in sizes],
@@ -326,6 +370,12 @@ class AttachmentExperiments:
         result["seconds"] = time.perf_counter() - t0
         save(result)
         return result
+
+
+def _best_epochs(trained) -> dict:
+    """``{class: [best epoch, epochs run]}`` of a (specialised) learner that stopped early."""
+    nets = getattr(trained, "learners", {"all": trained})
+    return {str(key): [net.best_epoch, len(net.losses)] for key, net in sorted(nets.items(), key=str)}
 
 
 # -- printing -------------------------------------------------------------------
@@ -379,10 +429,10 @@ def _format_table2(sub: dict) -> str:
     lines = [f"Table 2. L_1 (%) on {_subsets(sub)} "
              "(reduced trees, not specialised)",
              f"{'Subset':<8s}" + "".join(f"{k + 1:>7d}" for k in range(n)) + f"{'Average':>14s}"]
-    for kind in LEARNERS:
+    for kind in sub["config_losses"]:
         values = _losses(sub, f"{kind}-{sub['config_losses'][kind]}")
         lines.append(f"{NAMES[kind]:<8s}" + "".join(f"{v:>7.1f}" for v in values) + f"{_pm(values):>14s}")
-    lines.append("losses: " + ", ".join(f"{NAMES[k]} {sub['config_losses'][k]}" for k in LEARNERS)
+    lines.append("losses: " + ", ".join(f"{NAMES[k]} {sub['config_losses'][k]}" for k in sub["config_losses"])
                  + "; paper (WSJ, 5 × 100): " + ", ".join(f"{k} {v}" for k, v in PAPER["table2"].items()))
     return "\n".join(lines)
 
@@ -406,7 +456,8 @@ def _format_table5(sub: dict) -> str:
         for key, test in (("pairwise_error", "P"), ("L1", "S")):
             train = LOSS_CODE[loss]
             # the paper's column order: RNN, then VP
-            cells = [_pm(_losses(sub, f"{kind}-{loss}", key), 2 if test == "P" else 1) for kind in ("rnn", "vp")]
+            cells = [_pm(_losses(sub, f"{kind}-{loss}", key), 2 if test == "P" else 1)
+                     if kind in sub["config_losses"] else "-" for kind in ("rnn", "vp")]
             paper = PAPER["table5"][train, test]
             lines.append(f"{train:<7s}{test:<6s}" + "".join(f"{c:>16s}" for c in cells + list(paper)))
     return "\n".join(lines)

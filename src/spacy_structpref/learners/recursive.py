@@ -11,7 +11,12 @@ lists of nltk Trees or :class:`~..trees.TreeSetDAG` sets (e.g.
 ``update`` takes one gradient step per call (the caller's minibatch, as in
 spaCy's training loop) with the caller's optimizer; ``fit`` makes the
 minibatches and trains with the learner's own optimizer, whose parameter
-averages (Polyak averaging) it then predicts and saves with. A pipeline that
+averages (Polyak averaging) it then predicts and saves with. Given
+validation sets, ``fit`` stops early as Menchetti et al. (2005, §6.3.1) did
+("early stopping based on 1000 validation sentences"): after each epoch the
+averaged weights are scored by ``L_1`` on the validation sets, the best
+epoch's weights are kept, and training stops after ``patience`` epochs
+without a better one. A pipeline that
 updates with its own optimizer predicts and saves inside
 ``learner.use_params(sgd.averages)``, as spaCy does.
 
@@ -69,14 +74,21 @@ class RecursiveNetLearner(PreferenceLearner):
     def __init__(self, width: int = 25, max_children: int = 15, loss: str = "setwise",
                  epochs: int = 12, batch_size: int = 32, optimizer: Optional[Optimizer] = None,
                  seed: int = 0, progress: Optional[bool] = None, log_p_input: bool = False,
-                 log_p_a: float = 1.0, log_p_b: float = 0.0):
+                 log_p_a: float = 1.0, log_p_b: float = 0.0, patience: int = 0):
         check_training_settings(loss, epochs)
         if batch_size < 1:
             raise StructPrefError(f"batch_size must be >= 1, got {batch_size}")
+        if patience < 0:
+            raise StructPrefError(f"patience must be >= 0 (0: every epoch), got {patience}")
         self.width, self.max_children, self.loss = width, max_children, loss
         self.epochs, self.batch_size, self.seed = epochs, batch_size, seed
         self.optimizer, self.progress = optimizer, progress
         self.log_p_input, self.log_p_a, self.log_p_b = bool(log_p_input), float(log_p_a), float(log_p_b)
+        self.patience = patience
+        # the best epoch's averaged weights, (node id, name) -> array, once fit chose them on validation sets
+        self._best: Optional[Dict[Tuple[int, str], np.ndarray]] = None
+        self.validation_losses: List[float] = []  # L_1 on the validation sets, per epoch of fit
+        self.best_epoch: Optional[int] = None  # 1-based, when fit chose on validation sets
         self.vocab: Optional[Dict[str, int]] = None
         self.model: Optional[Model] = None
         self.losses: List[float] = []  # mean loss per set, per epoch of fit
@@ -87,7 +99,8 @@ class RecursiveNetLearner(PreferenceLearner):
         shared (an optimizer keeps its state per model parameter)."""
         return type(self)(self.width, self.max_children, self.loss, self.epochs, self.batch_size,
                           optimizer=self.optimizer, seed=self.seed, progress=self.progress,
-                          log_p_input=self.log_p_input, log_p_a=self.log_p_a, log_p_b=self.log_p_b)
+                          log_p_input=self.log_p_input, log_p_a=self.log_p_a, log_p_b=self.log_p_b,
+                          patience=self.patience)
 
     def _dag(self, sets) -> LabelDAG:
         trees, log_p = zip(*map(_split_scored, sets)) if len(sets) else ((), ())
@@ -100,6 +113,7 @@ class RecursiveNetLearner(PreferenceLearner):
         return dag
 
     def _new_model(self) -> None:
+        self._best = None
         self.model = RecursiveNet(self.width, self.max_children, len(self.vocab) + 2,
                                   seed=self.seed, log_p_input=self.log_p_input,
                                   log_p_a=self.log_p_a, log_p_b=self.log_p_b).initialize()
@@ -122,7 +136,7 @@ class RecursiveNetLearner(PreferenceLearner):
             raise StructPrefError("no preference set with a correct candidate and a rival")
         self.vocab = label_vocab(_split_scored(candidate_list(sets[i]))[0] for i in order)
         self._new_model()
-        self.losses = []
+        self.losses, self.validation_losses, self.best_epoch = [], [], None
         return self
 
     def update(self, sets: Sequence[Sequence], gold: Sequence[Optional[int]], *,
@@ -152,13 +166,18 @@ class RecursiveNetLearner(PreferenceLearner):
             self.finish_update(sgd)
         return loss
 
-    def fit(self, sets: Sequence[Sequence], gold: Sequence[Optional[int]]) -> "RecursiveNetLearner":
+    def fit(self, sets: Sequence[Sequence], gold: Sequence[Optional[int]],
+            validation: Optional[Tuple[Sequence[Sequence], Sequence[Optional[int]]]] = None
+            ) -> "RecursiveNetLearner":
         """Train on preference sets (lists of nltk Trees, or TreeSetDAGs) with
         each set's best candidate index (None: no correct candidate, skipped):
         ``epochs`` shuffled passes in minibatches of ``batch_size`` sets, one
         ``update`` step each with the learner's optimizer. The first call
         initializes the network (label vocabulary from its sets); later calls
-        go on."""
+        go on. ``validation``: ``(sets, gold)`` held out; after each epoch
+        the averaged weights are scored on them by ``L_1`` and the best
+        epoch's are kept (the first of equals), stopping after ``patience``
+        epochs without a better one (0: all ``epochs``)."""
         if self.optimizer is None:
             raise StructPrefError("fit trains with the learner's optimizer and this one has none: "
                                   "give it one (optimizer=..., or [learner.optimizer] in its "
@@ -170,6 +189,9 @@ class RecursiveNetLearner(PreferenceLearner):
 
         # each set hash-consed once for all epochs; a minibatch concatenates them
         set_dags = {i: self._dag([candidate_list(sets[i])]) for i in order}
+        checked = self._validation_dags(validation)
+        # the optimizer's averages are scored each epoch; the best are put in place at the end
+        self._best, kept, best, since = None, None, np.inf, 0
         for epoch in range(self.epochs):
             self._rng.shuffle(order)
             total = 0.0
@@ -180,15 +202,60 @@ class RecursiveNetLearner(PreferenceLearner):
                 total += self._step([set_dags[i] for i in batch], [gold[i] for i in batch],
                                     self.optimizer)
             self.losses.append(float(total / max(len(order), 1)))
+            if checked is None:
+                continue
+            error = self._validation_error(*checked)
+            self.validation_losses.append(error)
+            if error < best:
+                best, since, self.best_epoch = error, 0, len(self.validation_losses)
+                kept = self._averaged_params()
+            else:
+                since += 1
+                if self.patience and since >= self.patience:
+                    break
+        self._best = kept
         return self
+
+    def _validation_dags(self, validation) -> Optional[Tuple[LabelDAG, List[Optional[int]]]]:
+        """The validation sets as one label DAG, with their gold (None when
+        there are none)."""
+        if validation is None:
+            return None
+        if not (isinstance(validation, (tuple, list)) and len(validation) == 2):
+            raise StructPrefError("validation is a pair (sets, gold)")
+        val_sets, val_gold = validation
+        val_sets, val_gold, _ = teaching_sets(val_sets, val_gold)
+        keep = [i for i in range(len(val_sets)) if len(candidate_list(val_sets[i]))]
+        if not keep:
+            return None
+        return (concat_label_dags([self._dag([candidate_list(val_sets[i])]) for i in keep]),
+                [val_gold[i] for i in keep])
+
+    def _validation_error(self, dag: LabelDAG, gold: List[Optional[int]]) -> float:
+        """``L_1`` of the averaged weights on the validation DAG."""
+        from .metrics import loss_at_r
+
+        with self._averaged():
+            scores = np.asarray(self.model.predict(dag), dtype=np.float64)
+        starts = dag.set_starts
+        return loss_at_r([scores[starts[s]:starts[s + 1]] for s in range(len(gold))], gold)[1]
+
+    def _averaged_params(self) -> Dict[Tuple[int, str], np.ndarray]:
+        """A copy of the weights that ``utilities`` predicts with now."""
+        with self._averaged():
+            return {(node.id, name): node.get_param(name).copy() for node in self.model.walk()
+                    for name in node.param_names if node.has_param(name)}
 
     # -- prediction -----------------------------------------------------------
     def use_params(self, params: Dict) -> ContextManager:
         return nullcontext() if self.model is None else self.model.use_params(params)
 
     def _averaged(self) -> ContextManager:
-        """The parameter averages of the learner's own optimizer in place
-        (none before ``fit``, or when it keeps none)."""
+        """The weights of the best validation epoch in place, when ``fit``
+        chose them; else the parameter averages of the learner's own
+        optimizer (none before ``fit``, or when it keeps none)."""
+        if self._best is not None:
+            return self.use_params(self._best)
         averages = self.optimizer.averages if self.optimizer is not None else None
         return self.use_params(averages or {})
 
@@ -255,6 +322,7 @@ class RecursiveNetLearner(PreferenceLearner):
     def _set_weights(self, data: bytes) -> None:
         """The weights, which must have the shapes of the network the saved cfg built."""
         model = self._trained("load its cfg (the label vocabulary) with the weights")
+        self._best = None  # the loaded weights are the ones to predict with
         before = _param_shapes(model)
         model.from_bytes(data)
         after = _param_shapes(model)

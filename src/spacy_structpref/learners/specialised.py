@@ -74,14 +74,28 @@ class SpecialisedLearner:
         return self
 
     def fit(self, sets: Sequence[Sequence], gold: Sequence[Optional[int]],
-            keys: Sequence[Hashable]) -> "SpecialisedLearner":
+            keys: Sequence[Hashable], validation: Optional[Tuple[Sequence[Sequence], Sequence[Optional[int]],
+                                                                 Sequence[Hashable]]] = None
+            ) -> "SpecialisedLearner":
         """Train each key's learner on the sets of that key (``keys[i]`` is the
-        key of ``sets[i]``) with its ``fit``; can be called again to go on."""
+        key of ``sets[i]``) with its ``fit``; can be called again to go on.
+        ``validation``: held-out ``(sets, gold, keys)``; each key's learner
+        gets the sets of its key as its ``fit(..., validation=(sets, gold))``
+        (a key without any, none); only learners that choose on validation
+        sets (the recursive net) take them."""
+        held: Dict[Hashable, Tuple[Sequence[Sequence], List]] = {}
+        if validation is not None:
+            if not (isinstance(validation, (tuple, list)) and len(validation) == 3):
+                raise StructPrefError("validation is a triple (sets, gold, keys)")
+            held = {key: (key_sets, key_gold) for key, key_sets, key_gold in self._groups(*validation)}
         for key, key_sets, key_gold in self._groups(sets, gold, keys):
             learner = self.learners.get(key)
             if learner is None:
                 learner = self.learners[key] = self.prototype.clone()
-            learner.fit(key_sets, key_gold)
+            if key in held:
+                learner.fit(key_sets, key_gold, validation=held[key])
+            else:
+                learner.fit(key_sets, key_gold)
         return self
 
     # -- prediction -----------------------------------------------------------

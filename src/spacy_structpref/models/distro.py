@@ -25,7 +25,8 @@ chooses which part accumulates gradients; a w step is ``finish_update`` on
 ``labels`` (an optimizer step, then the nuclear-norm proximal map).
 ``onehot = true`` fixes ``A = I`` (d = M): the ordinary structured SVM baseline.
 
-If the feature layer is :func:`~.sparse_features.SparseFeatures` with its width
+If the feature layer is :func:`~.sparse_features.SparseFeatures` (or
+:func:`~.sparse_features.SparseBagFeatures`) with its width
 unset (``width = null`` in a config), its width is set to d and no projection
 is learned: the summed embeddings are exactly ``W φ_i`` with W the table.
 """
@@ -40,6 +41,9 @@ from thinc.backends import get_array_ops
 from thinc.types import Floats1d, Floats2d, Ints1d
 
 from ..errors import TaggerError
+
+# feature layers that are themselves a linear map over indicators (see above)
+SPARSE_LAYERS = ("sparse_features", "sparse_bag_features")
 
 
 @dataclass
@@ -65,12 +69,14 @@ def DistroTagger(tok2vec: Model[List[Doc], List[Floats2d]], rank: Optional[int] 
     if rank is not None and rank < 1:
         raise TaggerError(f"rank must be >= 1 or null (one per label), got {rank}")
     # a bare sparse embedder of unset width is the linear model over indicators itself
-    project = not (tok2vec.name == "sparse_features" and tok2vec.has_dim("nO") is None)
+    project = not (tok2vec.name in SPARSE_LAYERS and tok2vec.has_dim("nO") is None)
     weights = Model("distro_weights", _weights_forward, init=_weights_init,
                     params=dict.fromkeys(("W", "b", "WT", "w0") if project else ("b", "WT", "w0")),
                     dims={"nO": None, "nI": None}, attrs={"project": project})
+    # with onehot, A = I stays fixed: the scores are the weights' own (no product with A)
     labels = Model("distro_labels", _labels_forward, init=_labels_init, params={"A": None},
-                   dims={"nO": None, "nI": None}, attrs={"seed": seed, "update_A": False})
+                   dims={"nO": None, "nI": None},
+                   attrs={"seed": seed, "update_A": False, "identity": onehot})
     return Model(
         "distro_tagger", _forward, init=_init, layers=[tok2vec, weights, labels],
         refs={"tok2vec": tok2vec, "weights": weights, "labels": labels},
@@ -178,11 +184,11 @@ def _labels_forward(model: Model, parts, is_train: bool):
     ``Aᵀ W_T A`` (M, M) and initial scores ``Aᵀ w_0`` (M,)."""
     E, WT, w0 = parts
     ops = model.ops
+    if model.attrs["identity"]:  # A = I: the one-hot structured SVM
+        return (E, WT, w0), lambda d_scores: d_scores
     A = model.get_param("A")
     S = ops.gemm(E, A)
-    WTA = ops.gemm(WT, A)
-    T = ops.gemm(A, WTA, trans1=True)
-    P = A.T @ w0
+    WTA, T, P = _pair_scores(ops, A, WT, w0)
 
     def backprop(d_scores):
         dS, dT, dP = d_scores
@@ -196,6 +202,34 @@ def _labels_forward(model: Model, parts, is_train: bool):
         return ops.gemm(dS, A, trans2=True), ops.gemm(ops.gemm(A, dT), A, trans2=True), A @ dP
 
     return (S, T, P), backprop
+
+
+def _pair_scores(ops, A, WT, w0):
+    """``W_T A``, the transition scores ``Aᵀ W_T A`` and the initial scores ``Aᵀ w_0``."""
+    WTA = ops.gemm(WT, A)
+    return WTA, ops.gemm(A, WTA, trans1=True), A.T @ w0
+
+
+def predict_scores(model: Model, docs: List[Doc], mask=None) -> DistroScores:
+    """The model's scores of ``docs`` for decoding. With a candidate ``mask``
+    (tokens × labels, bool) only the candidates' emission scores are computed
+    (d per candidate instead of d·M per token; the others are -inf), which is
+    all that Viterbi restricted to the candidates reads."""
+    if mask is None or model.get_ref("labels").attrs["identity"]:
+        return model.predict(docs)
+    from .tag_dictionary import candidate_lists
+    from .viterbi import candidate_emissions
+
+    tok2vec, weights, labels = (model.get_ref(name) for name in ("tok2vec", "weights", "labels"))
+    ops = model.ops
+    H_list = tok2vec.predict(docs)
+    lengths = ops.asarray1i([len(h) for h in H_list])
+    H = ops.flatten(H_list, pad=0) if H_list else ops.alloc2f(0, weights.get_dim("nI"))
+    E, WT, w0 = weights.predict(H)
+    A = labels.get_param("A")
+    S = candidate_emissions(ops.to_numpy(E), ops.to_numpy(A), *candidate_lists(mask))
+    _, T, P = _pair_scores(ops, A, WT, w0)
+    return DistroScores(ops.asarray2f(S), lengths, T, P)
 
 
 def finish_label_update(labels: Model, optimizer: Optimizer, *, lr_scale: float,

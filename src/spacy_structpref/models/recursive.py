@@ -17,8 +17,9 @@ training starts from the parser's own ranking (scaled by ``a``).
 The input is a :class:`LabelDAG`: the candidates of one or more preference
 sets hash-consed into distinct subtrees, so a subtree shared by many
 candidates (most of them, in a set) is computed once, forward and backward.
-Nodes are processed level by level (leaves first), each level with one
-matrix product per child position.
+Nodes are processed level by level (leaves first), node by node in Cython
+(``_recursive.pyx``, double precision; states and gradients come back in
+the parameters' dtype).
 """
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence
@@ -92,12 +93,30 @@ def build_label_dag(sets: Sequence[Sequence[Tree]], vocab: Dict[str, int],
         found = ids.get(key) if share else None
         if found is not None:
             return found
+        height = 0
+        for c in children:
+            if heights[c] >= height:
+                height = heights[c] + 1
         labels.append(label)
         kids.append(children)
-        heights.append(1 + max((heights[c] for c in children), default=-1))
+        heights.append(height)
         if share:
             ids[key] = len(labels) - 1
         return len(labels) - 1
+
+    # per production of a SymbolTable: (label id, per kept child slot None for a
+    # subtree or the label id of a leaf, number of subtree slots kept)
+    templates: Dict[tuple, tuple] = {}
+
+    def template(symbols, p: int) -> tuple:
+        found = templates.get((id(symbols), p))
+        if found is None:
+            label, syms = symbols.productions[p]
+            slots = tuple(None if sym >= 0 else vocab.get(symbols.words[-sym - 1], WORD)
+                          for sym in syms[:max_children])
+            found = templates[id(symbols), p] = (vocab.get(symbols.labels[label], UNKNOWN), slots,
+                                                 sum(slot is None for slot in slots))
+        return found
 
     def visit(t) -> int:
         if not isinstance(t, Tree):
@@ -108,26 +127,28 @@ def build_label_dag(sets: Sequence[Sequence[Tree]], vocab: Dict[str, int],
     def dag_roots(dag: TreeSetDAG) -> List[int]:
         # DAG ids are topological (children first): one pass down marks the
         # subtrees that pruning keeps, one pass up maps each of them once
-        symbols, prods, node_kids = dag.symbols, dag.productions, dag.children
-        kept_kids = [kids[:sum(1 for c in symbols.productions[p][1][:max_children] if c >= 0)]
-                     for p, kids in zip(prods, node_kids)]
-        used = [False] * len(prods)
+        symbols, node_kids = dag.symbols, dag.children
+        shapes = [template(symbols, p) for p in dag.productions]
+        n = len(shapes)
+        used = [False] * n
         for r in dag.roots:
             used[r] = True
-        for d in range(len(prods) - 1, -1, -1):
+        for d in range(n - 1, -1, -1):
             if used[d]:
-                for c in kept_kids[d]:
+                for c in node_kids[d][:shapes[d][2]]:
                     used[c] = True
-        mapped: Dict[int, int] = {}
-        for d in range(len(prods)):
+        mapped = [-1] * n
+        for d in range(n):
             if not used[d]:
                 continue
-            label, syms = symbols.productions[prods[d]]
-            below, children = iter(kept_kids[d]), []
-            for sym in syms[:max_children]:
-                children.append(mapped[next(below)] if sym >= 0
-                                else node(vocab.get(symbols.words[-sym - 1], WORD), ()))
-            mapped[d] = node(vocab.get(symbols.labels[label], UNKNOWN), tuple(children))
+            label, slots, kept = shapes[d]
+            if kept == len(slots):  # subtrees only
+                children = tuple([mapped[c] for c in node_kids[d][:kept]])
+            else:
+                below = iter(node_kids[d])
+                children = tuple([mapped[next(below)] if slot is None else node(slot, ())
+                                  for slot in slots])
+            mapped[d] = node(label, children)
         return [mapped[r] for r in dag.roots]
 
     roots, set_starts = [], [0]
@@ -207,29 +228,44 @@ def node_states(model: Model, dag: LabelDAG) -> np.ndarray:
     """The state ``u(v)`` of every node of the DAG, one row each (the
     candidates' root states ``[dag.roots]`` are the adaptive representation
     of Menchetti et al. 2005, §6.3.3: Table 4 and Fig. 2)."""
+    return _node_states(model, dag).astype(model.get_param("E").dtype, copy=False)
+
+
+def _order(dag: LabelDAG) -> np.ndarray:
+    """Node ids, children before parents."""
+    return np.ascontiguousarray(np.concatenate(dag.levels) if dag.levels else np.zeros(0), dtype=np.int_)
+
+
+def _node_states(model: Model, dag: LabelDAG) -> np.ndarray:
+    """Every node's state, in double precision, after checking the DAG's ids."""
+    from ._recursive import forward
+
     E, W, b = (model.get_param(n) for n in ("E", "W", "b"))
-    if dag.labels.size and dag.labels.max() >= E.shape[0]:
-        raise StructPrefError(f"label id {int(dag.labels.max())} is outside the network's "
-                              f"{E.shape[0]} labels: build the DAG with the network's vocabulary")
-    if dag.children.shape[1] > W.shape[0]:
-        raise StructPrefError(f"the DAG allows {dag.children.shape[1]} children per node, the "
-                              f"network {W.shape[0]}")
-    U = np.zeros((dag.n_nodes, E.shape[1]), dtype=E.dtype)
-    for level in dag.levels:
-        pre = E[dag.labels[level]] + b
-        ch = dag.children[level]
-        for k in range(ch.shape[1]):
-            has = ch[:, k] >= 0
-            if not has.any():
-                break  # children are left-packed
-            pre[has] += U[ch[has, k]] @ W[k].T
-        U[level] = np.tanh(pre)
+    if dag.labels.size and not 0 <= dag.labels.min() <= dag.labels.max() < E.shape[0]:
+        raise StructPrefError(f"label ids {int(dag.labels.min())}–{int(dag.labels.max())} are outside the "
+                              f"network's {E.shape[0]} labels: build the DAG with the network's vocabulary")
+    if dag.children.ndim != 2 or dag.children.shape[0] != dag.n_nodes or dag.children.shape[1] > W.shape[0]:
+        raise StructPrefError(f"the DAG's children must be (nodes, at most {W.shape[0]}) for this network, "
+                              f"got {dag.children.shape} for {dag.n_nodes} nodes")
+    if dag.children.size and not -1 <= dag.children.min() <= dag.children.max() < dag.n_nodes:
+        raise StructPrefError("the DAG's child ids must be node ids (or -1: none)")
+    order = _order(dag)
+    if len(order) != dag.n_nodes or (len(order) and not 0 <= order.min() <= order.max() < dag.n_nodes):
+        raise StructPrefError("the DAG's levels must hold every node once")
+    U = np.zeros((dag.n_nodes, E.shape[1]), dtype=np.float64)
+    forward(order, np.ascontiguousarray(dag.labels, dtype=np.int_),
+            np.ascontiguousarray(dag.children, dtype=np.int_), _f64(E), _f64(W), _f64(b), U)
     return U
 
 
+def _f64(a) -> np.ndarray:
+    return np.ascontiguousarray(a, dtype=np.float64)
+
+
 def _forward(model: Model, dag: LabelDAG, is_train: bool):
-    E, W, b, o = (model.get_param(n) for n in ("E", "W", "b", "o"))
-    U = node_states(model, dag)
+    E, W, o = (model.get_param(n) for n in ("E", "W", "o"))
+    U64 = _node_states(model, dag)
+    U = U64.astype(E.dtype, copy=False)
     scores = U[dag.roots] @ o
     log_p_in = None
     if model.attrs["log_p_input"]:
@@ -241,24 +277,17 @@ def _forward(model: Model, dag: LabelDAG, is_train: bool):
         scores = scores + model.get_param("v")[0] * log_p_in
 
     def backprop(d_scores: np.ndarray) -> LabelDAG:
-        d_scores = np.asarray(d_scores, dtype=U.dtype)
-        dU = np.zeros_like(U)
+        from ._recursive import backward
+
+        d_scores = np.asarray(d_scores, dtype=np.float64)
+        dU = np.zeros_like(U64)
         np.add.at(dU, dag.roots, np.outer(d_scores, o))
-        dE, dW, db = np.zeros_like(E), np.zeros_like(W), np.zeros_like(b)
-        do = U[dag.roots].T @ d_scores
-        for level in reversed(dag.levels):
-            d_pre = dU[level] * (1.0 - U[level] ** 2)
-            db += d_pre.sum(axis=0)
-            np.add.at(dE, dag.labels[level], d_pre)
-            ch = dag.children[level]
-            for k in range(ch.shape[1]):
-                has = ch[:, k] >= 0
-                if not has.any():
-                    break
-                dW[k] += d_pre[has].T @ U[ch[has, k]]
-                np.add.at(dU, ch[has, k], d_pre[has] @ W[k])
+        dE, dW, db = np.zeros(E.shape), np.zeros(W.shape), np.zeros(W.shape[1])
+        backward(_order(dag), np.ascontiguousarray(dag.labels, dtype=np.int_),
+                 np.ascontiguousarray(dag.children, dtype=np.int_), _f64(W), U64, dU, dE, dW, db)
+        do = U64[dag.roots].T @ d_scores
         for name, grad in (("E", dE), ("W", dW), ("b", db), ("o", do)):
-            model.inc_grad(name, grad)
+            model.inc_grad(name, grad.astype(E.dtype, copy=False))
         if log_p_in is not None:
             model.inc_grad("v", np.array([d_scores @ log_p_in], dtype=U.dtype))
         return dag

@@ -1,5 +1,7 @@
 """``spacy_structpref.SparseFeatures.v1``: the DISTRO paper's indicator
-features as summed hash embeddings.
+features as summed hash embeddings; ``spacy_structpref.SparseBagFeatures.v1``:
+the bag of words and bigrams of a whole document, for multiclass
+classification (Srikumar & Manning 2014, §5.1: tokens as features).
 
 Each token fires one indicator per template — lower-cased word, prefixes and
 suffixes of length 1–3, capitalisation class, word shape, previous and next
@@ -55,12 +57,22 @@ def word_keys(word: str, shape: str) -> numpy.ndarray:
     return keys
 
 
+def _orth_keys(vocab, orth: int) -> numpy.ndarray:
+    """:func:`word_keys` of a word given by its ORTH hash (cached by hash:
+    reading a token's text and shape is the slow part)."""
+    keys = _word_keys.get(orth)
+    if keys is None:
+        lexeme = vocab[orth]
+        keys = _word_keys[orth] = word_keys(lexeme.orth_, lexeme.shape_)
+    return keys
+
+
 def doc_keys(doc: Doc) -> numpy.ndarray:
     """(n_tokens, len(TEMPLATES)) uint64 feature keys of one Doc."""
     n = len(doc)
     if not n:
         return numpy.zeros((0, len(TEMPLATES)), dtype=numpy.uint64)
-    own = numpy.stack([word_keys(t.text, t.shape_) for t in doc])
+    own = numpy.stack([_orth_keys(doc.vocab, orth) for orth in doc.to_array("ORTH").tolist()])
     out = own.copy()
     out[0, 9] = _BOS
     out[1:, 9] = own[:-1, 9]
@@ -94,29 +106,94 @@ def _init(model: Model, X=None, Y=None) -> Model:
     return model
 
 
+def _hash_rows(model: Model, keys: numpy.ndarray) -> numpy.ndarray:
+    """(len(keys), n_hashes) int32 table rows of uint64 feature keys."""
+    n_hashes = model.attrs["n_hashes"]
+    if not keys.size:
+        return numpy.zeros((0, n_hashes), dtype=numpy.int32)
+    hashed = model.ops.hash(numpy.ascontiguousarray(keys), model.attrs["seed"])[:, :n_hashes]
+    return (model.ops.to_numpy(hashed) % model.get_dim("nV")).astype(numpy.int32)
+
+
 def _rows(model: Model, docs: List[Doc]) -> numpy.ndarray:
     keys = numpy.concatenate([doc_keys(d) for d in docs]) if docs else \
         numpy.zeros((0, len(TEMPLATES)), dtype=numpy.uint64)
-    flat = numpy.ascontiguousarray(keys.ravel())
-    hashed = model.ops.hash(flat, model.attrs["seed"])[:, : model.attrs["n_hashes"]]
-    rows = (numpy.asarray(hashed) % model.get_dim("nV")).astype(numpy.int32)
+    rows = _hash_rows(model, keys.ravel())
     return rows.reshape(len(keys), -1)  # (n_tokens, n_templates * n_hashes)
+
+
+def _table_grad(model: Model, rows: numpy.ndarray, d_rows) -> None:
+    """Add ``d_rows[k]`` to the gradient of table row ``rows[k]``."""
+    dE = model.ops.alloc2f(*model.get_param("E").shape)
+    model.ops.scatter_add(dE, model.ops.asarray(rows, dtype="i"), d_rows)
+    model.inc_grad("E", dE)
 
 
 def _forward(model: Model, docs: List[Doc], is_train: bool):
     E = model.get_param("E")
     rows = _rows(model, docs)
     lengths = [len(d) for d in docs]
-    summed = E[rows].sum(axis=1)
+    if isinstance(E, numpy.ndarray):
+        from ._sparse import gather_sum  # compiled extension: imported on first use
+
+        summed = gather_sum(E, rows)
+    else:  # on a GPU
+        summed = E[model.ops.asarray(rows)].sum(axis=1)
     outputs = model.ops.unflatten(summed, lengths)
 
     def backprop(d_outputs: List[Floats2d]) -> List[Doc]:
         dY = model.ops.flatten(d_outputs)
-        n_per = rows.shape[1]
-        d_rows = numpy.repeat(dY, n_per, axis=0)
-        dE = model.ops.alloc2f(*E.shape)
-        model.ops.scatter_add(dE, rows.ravel(), d_rows)
-        model.inc_grad("E", dE)
+        _table_grad(model, rows.ravel(), model.ops.xp.repeat(dY, rows.shape[1], axis=0))
+        return []
+
+    return outputs, backprop
+
+
+_BAG_BOS, _BAG_EOS = "<s>", "</s>"
+
+
+def bag_keys(doc: Doc) -> numpy.ndarray:
+    """uint64 keys of a document's lower-cased words and of its word bigrams
+    (with sentence-boundary markers), one per occurrence."""
+    words = [_BAG_BOS] + [t.lower_ for t in doc] + [_BAG_EOS]
+    keys = [hash_string(f"w={w}") for w in words[1:-1]]
+    keys += [hash_string(f"b={a} {b}") for a, b in zip(words, words[1:])]
+    return numpy.asarray(keys, dtype=numpy.uint64)
+
+
+@registry.architectures("spacy_structpref.SparseBagFeatures.v1")
+def SparseBagFeatures(width: Optional[int] = None, n_rows: int = 262144, n_hashes: int = 2,
+                      seed: int = 17) -> Model[List[Doc], List[Floats2d]]:
+    """One feature vector per Doc (a (1, width) array each): the summed hash
+    embeddings of its words and bigrams (counts), a linear model over the
+    bag of words and bigrams with a zero-initialised table. With DISTRO each
+    Doc is then a sequence of one atomic part, the multiclass case of
+    Srikumar & Manning (2014, §3.1 and §5.1). ``width`` as for
+    :func:`SparseFeatures`."""
+    if n_rows < 1 or not 1 <= n_hashes <= 4:
+        raise TaggerError(f"n_rows must be >= 1 and n_hashes in 1..4, got {n_rows}, {n_hashes}")
+    return Model("sparse_bag_features", _bag_forward, init=_init, params={"E": None},
+                 dims={"nO": width, "nV": n_rows},
+                 attrs={"n_hashes": n_hashes, "seed": seed, "init_scale": 0.0})
+
+
+def _bag_forward(model: Model, docs: List[Doc], is_train: bool):
+    E = model.get_param("E")
+    per_doc = [_hash_rows(model, bag_keys(d)).ravel() for d in docs]
+    counts = numpy.asarray([len(r) for r in per_doc], dtype=numpy.int32)
+    rows = numpy.concatenate(per_doc) if per_doc else numpy.zeros(0, dtype=numpy.int32)
+    offsets = numpy.concatenate([[0], numpy.cumsum(counts)]).astype(numpy.int32)
+    if isinstance(E, numpy.ndarray):
+        from ._sparse import gather_sum_ragged  # compiled extension: imported on first use
+
+        summed = gather_sum_ragged(E, rows, offsets)
+    else:  # on a GPU
+        summed = model.ops.reduce_sum(E[model.ops.asarray(rows)], model.ops.asarray1i(counts))
+    outputs = [summed[i: i + 1] for i in range(len(docs))]
+
+    def backprop(d_outputs: List[Floats2d]) -> List[Doc]:
+        dY = model.ops.flatten(d_outputs)
+        _table_grad(model, rows, model.ops.xp.repeat(dY, model.ops.asarray(counts), axis=0))
         return []
 
     return outputs, backprop

@@ -5,7 +5,7 @@ crossing brackets per sentence (CB), % sentences with no crossing bracket
 counted as EVALB counts them with ``COLLINS.prm``
 (:mod:`spacy_structpref.scoring.parseval`), micro-averaged over the corpus.
 """
-from typing import Dict, List, Sequence, Union
+from typing import Dict, List, Sequence, Tuple, Union
 
 from nltk.tree import Tree
 
@@ -37,9 +37,16 @@ def evaluate(items: Sequence[RerankItem], chosen: Sequence[Union[int, Tree]]) ->
     return result
 
 
+def parseval_figures(scores: Dict[str, float]) -> Dict[str, float]:
+    """The figures of :data:`COLUMNS` (and ``sentences``) of one block of
+    EVALB's summary as ``ParsevalTotals.as_dict`` (and ``evaluate-parse``'s
+    JSON) gives them."""
+    return {"LR": scores["recall"], "LP": scores["precision"], "F1": scores["f1"], "CB": scores["avg_crossing"],
+            "0CB": scores["zero_crossing"], "<=2CB": scores["le2_crossing"], "sentences": scores["sentences"]}
+
+
 def _figures(totals: ParsevalTotals) -> Dict[str, float]:
-    return {"LR": totals.recall, "LP": totals.precision, "F1": totals.f1, "CB": totals.avg_crossing,
-            "0CB": totals.zero_crossing, "<=2CB": totals.le2_crossing_pct, "sentences": totals.sentences}
+    return parseval_figures(totals.as_dict())
 
 
 def table_row(name: str, result: ParsevalResult) -> Row:
@@ -62,17 +69,24 @@ def oracle_row(items: Sequence[RerankItem], name: str = "oracle") -> Row:
     return evaluate_row(name, items, [item.target for item in items])
 
 
+def table_blocks(rows: Sequence[Row]) -> List[Tuple[str, Tuple[str, ...], List[Tuple[str, ...]]]]:
+    """The rows as Table 3's two blocks, ≤ 40 words and all sentences: each
+    ``(title, header, cells)``, the figures formatted."""
+    if not rows:
+        raise StructPrefError("no rows to format")
+    header = ("Model",) + tuple(c.replace("<=", "≤") for c in COLUMNS)
+    return [(f"{title} ({rows[0][key]['sentences']} sentences)", header,
+             [(row["name"], *(f"{row[key][c]:.2f}" for c in COLUMNS)) for row in rows])
+            for key, title in BLOCKS]
+
+
 def format_rows(rows: Sequence[Row]) -> str:
     """The rows as two wasabi tables, ≤ 40 words and all sentences."""
     from wasabi import table
 
-    if not rows:
-        raise StructPrefError("no rows to format")
     out: List[str] = []
-    for key, title in BLOCKS:
-        data = [(row["name"], *(f"{row[key][c]:.2f}" for c in COLUMNS)) for row in rows]
-        out.append(f"{title} ({rows[0][key]['sentences']} sentences)")
-        header = ("Model",) + tuple(c.replace("<=", "≤") for c in COLUMNS)
+    for title, header, data in table_blocks(rows):
+        out.append(title)
         out.append(table(data, header=header, divider=True, aligns=("l",) + ("r",) * len(COLUMNS)))
     return "\n".join(out)
 

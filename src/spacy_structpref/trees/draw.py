@@ -1,37 +1,115 @@
-"""Trees as SVG pictures (no Tk, no browser): leaves evenly spaced along the
-bottom, each node centred over its children."""
+"""Trees as SVG pictures (no Tk, no browser), laid out by the widths of their
+labels, so that a picture is as wide as its words and no wider.
+
+Each leaf column (a word under its preterminal) is as wide as the wider of
+the two texts plus a gap; a node spans its children's columns, widened (its
+children centred) when its own label is wider than they are. A node stands
+over the midpoint of its first and last child, moved inside its span when its
+label would stick out, so that no two labels of one row overlap. Texts are
+measured in DejaVu Sans (matplotlib's own font files), the first font the
+picture asks for; a narrower fallback font only leaves more room. The SVG has
+a ``viewBox``, so a page can scale it to its width (``max-width: 100%``).
+"""
+import functools
 from typing import Dict, List, Optional, Tuple
 from xml.sax.saxutils import escape
 
 from nltk.tree import Tree
 
-X_STEP, Y_STEP, MARGIN, FONT, CHAR = 70, 50, 20, 13, 8
+FONT, Y_STEP, MARGIN, GAP = 13, 38, 8, 6
+FONT_FAMILY = "DejaVu Sans, Verdana, sans-serif"
+# the font file each kind of text is measured in: labels bold, words italic, captions plain
+STYLES = {"label": "DejaVuSans-Bold.ttf", "word": "DejaVuSans-Oblique.ttf", "text": "DejaVuSans.ttf"}
+Position = Tuple[int, ...]
 
 
-def tree_to_svg(tree: Tree, colors: Optional[Dict[Tuple[int, ...], str]] = None) -> str:
+@functools.lru_cache(maxsize=None)
+def _font(style: str):
+    import os
+
+    import matplotlib
+    from matplotlib.ft2font import FT2Font
+
+    try:
+        from matplotlib.ft2font import LoadFlags
+
+        unhinted = LoadFlags.NO_HINTING
+    except ImportError:  # matplotlib < 3.10
+        from matplotlib.ft2font import LOAD_NO_HINTING as unhinted
+
+    font = FT2Font(os.path.join(matplotlib.get_data_path(), "fonts", "ttf", STYLES[style]))
+    font.set_size(FONT, 72)  # 72 dpi: one point is one pixel
+    return font, unhinted
+
+
+@functools.lru_cache(maxsize=4096)
+def text_width(text: str, style: str = "word") -> float:
+    """The width in pixels of ``text`` at the pictures' font size, in
+    DejaVu Sans bold (``style="label"``), oblique (``"word"``) or plain (``"text"``)."""
+    if style not in STYLES:
+        raise ValueError(f"style is one of {sorted(STYLES)}, got {style!r}")
+    if not text:
+        return 0.0
+    font, unhinted = _font(style)
+    font.set_text(text, 0.0, flags=unhinted)  # unhinted: as browsers lay text out
+    return font.get_width_height()[0] / 64.0
+
+
+def leaf_widths(tree: Tree) -> List[float]:
+    """The width of each leaf column: its word or its preterminal's label,
+    whichever is wider, plus the gap between columns."""
+    return [max(text_width(str(tree[lp]), "word"), text_width(tree[lp[:-1]].label(), "label")) + GAP
+            for lp in tree.treepositions("leaves")]
+
+
+def layout(tree: Tree) -> Tuple[Dict[Position, Tuple[float, float]], float, float]:
+    """``(positions, width, height)``: the centre (x, baseline y) of every
+    node's text by tree position, words on the bottom row, and the size of
+    the picture."""
+    positions = tree.treepositions()
+    leaf_set = set(tree.treepositions("leaves"))
+    columns = dict(zip(tree.treepositions("leaves"), leaf_widths(tree)))
+    span: Dict[Position, float] = {}
+    for tp in sorted(positions, key=len, reverse=True):  # children before parents
+        node = tree[tp]
+        if tp in leaf_set:
+            span[tp] = columns[tp]
+        else:
+            inner = sum(span[tp + (k,)] for k in range(len(node)))
+            span[tp] = max(inner, text_width(node.label(), "label") + GAP)
+    height = tree.height()
+    bottom = MARGIN + FONT + Y_STEP * (height - 1)
+    pos: Dict[Position, Tuple[float, float]] = {}
+
+    def place(tp: Position, left: float) -> None:
+        node = tree[tp]
+        if tp in leaf_set:
+            pos[tp] = (left + span[tp] / 2, bottom)
+            return
+        kids = [tp + (k,) for k in range(len(node))]
+        x = left + (span[tp] - sum(span[k] for k in kids)) / 2
+        for kid in kids:
+            place(kid, x)
+            x += span[kid]
+        half = (text_width(node.label(), "label") + GAP) / 2
+        centre = (pos[kids[0]][0] + pos[kids[-1]][0]) / 2
+        centre = min(max(centre, left + half), left + span[tp] - half)
+        pos[tp] = (centre, MARGIN + FONT + Y_STEP * len(tp))
+
+    place((), MARGIN)
+    return pos, span[()] + 2 * MARGIN, bottom + MARGIN
+
+
+def tree_to_svg(tree: Tree, colors: Optional[Dict[Position, str]] = None) -> str:
     """SVG markup for ``tree`` (words in italics under their preterminals);
     ``colors``: a fill colour for the labels of some nodes, by tree position
     (e.g. a connection path and its anchor)."""
     colors = colors or {}
-    height = tree.height()
-    pos: Dict[Tuple[int, ...], Tuple[float, float]] = {}
-    leaf_positions = tree.treepositions("leaves")
-    x = MARGIN
-    for lp in leaf_positions:
-        # Each word gets room for itself and its tag, so long words never overlap.
-        room = max(X_STEP / 2, CHAR * max(len(str(tree[lp])), len(tree[lp[:-1]].label())) + 12)
-        pos[lp] = (x + room / 2, MARGIN + Y_STEP * (height - 1))
-        x += room
-    for tp in sorted(tree.treepositions(), key=len, reverse=True):
-        if tp in pos:
-            continue
-        kids = [pos[tp + (k,)] for k in range(len(tree[tp]))]
-        pos[tp] = (sum(x for x, _ in kids) / len(kids), MARGIN + Y_STEP * len(tp))
-    width = x + MARGIN
-    total_height = 2 * MARGIN + Y_STEP * height
+    pos, width, height = layout(tree)
     parts: List[str] = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{total_height:.0f}" '
-        f'font-family="sans-serif" font-size="{FONT}" text-anchor="middle">',
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" '
+        f'viewBox="0 0 {width:.0f} {height:.0f}" font-family="{FONT_FAMILY}" font-size="{FONT}" '
+        'text-anchor="middle">',
         '<rect width="100%" height="100%" fill="white"/>',
     ]
     for tp, (x, y) in pos.items():
@@ -42,7 +120,8 @@ def tree_to_svg(tree: Tree, colors: Optional[Dict[Tuple[int, ...], str]] = None)
         node = tree[tp]
         if isinstance(node, Tree):
             fill = escape(colors.get(tp, "#1f3b73"), {'"': "&quot;"})
-            parts.append(f'<text x="{x:.1f}" y="{y:.1f}" font-weight="bold" fill="{fill}">{escape(node.label())}</text>')
+            parts.append(f'<text x="{x:.1f}" y="{y:.1f}" font-weight="bold" fill="{fill}">'
+                         f'{escape(node.label())}</text>')
         else:
             parts.append(f'<text x="{x:.1f}" y="{y:.1f}" font-style="italic">{escape(str(node))}</text>')
     parts.append("</svg>")

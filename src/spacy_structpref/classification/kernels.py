@@ -1,0 +1,358 @@
+"""Kernels between parsed Docs, for the kernel SVM of ``kernel_textcat``.
+
+A *Doc kernel* reads one item per Doc (:meth:`items`: the 1-best tree, the
+pruned packed forest, the words), ``prepare``\\ s a list of items once, and
+gives the kernel matrix between two prepared lists (:meth:`gram`; ``b=None``:
+the symmetric Gram matrix, each pair computed once). ``encode``/``decode``
+turn items into msgpack-ready data (a saved model keeps its support
+items), and ``settings`` is what a saved model is checked against.
+
+- :class:`TreeDocKernel`: the subset-tree kernel (Collins & Duffy 2002) over
+  the 1-best trees, cosine-normalised, on hash-consed tree sets (DAG
+  sharing, Aiolli et al. 2006) through the learners' ``TreeKernel``.
+- :class:`ForestDocKernel`: the forest kernel (Zhang et al. 2010, eq. 5–7:
+  the expected subset-tree kernel over the trees of two packed forests),
+  cosine-normalised, over the forests ``forest_parser`` stores (pruned by
+  its ``merit_threshold``, as the reranker's are; ``merit_ratio`` prunes
+  them harder, as Huang 2008), hyperedge probabilities tempered by ``alpha``
+  (α = 1: the parser's distribution) as the reranker's forest kernel does.
+- :class:`BowDocKernel`: cosine of word n-gram counts (uni- and bigrams).
+- :class:`SumDocKernel`: ``Σ_k w_k K_k``, e.g. a composite of a structure
+  kernel and the bag of words (Zhang et al. 2006's composite kernel).
+"""
+from concurrent.futures import ThreadPoolExecutor
+from typing import List, Optional, Sequence
+
+import numpy as np
+
+from ..errors import SavedModelError, StructPrefError
+from ..kernels.inputs import check_lambda
+from ..trees.arrays import INT, SymbolTable
+
+KERNEL_NAMES = ("tree", "forest", "bow", "tree+bow", "forest+bow")
+
+
+def _progress_bar(total: int, desc: str, progress):
+    from tqdm import tqdm
+
+    # progress None: a bar on terminals only
+    return tqdm(total=total, desc=desc, unit="row", disable=None if progress is None else not progress)
+
+
+def _check_threads(n_threads: int) -> int:
+    if not isinstance(n_threads, int) or n_threads < 1:
+        raise StructPrefError(f"n_threads must be an integer of at least 1, got {n_threads!r}")
+    return n_threads
+
+
+class TreeDocKernel:
+    """Subset-tree kernel with decay ``lam`` over each Doc's 1-best tree
+    (the span group ``spans_key``)."""
+
+    needs_forest = False
+
+    def __init__(self, lam: float = 0.4, spans_key: str = "constituents"):
+        from ..learners.kernels import TreeKernel
+
+        self.kernel = TreeKernel(check_lambda(lam), 1, normalize=True)
+        self.spans_key = spans_key
+
+    @property
+    def symbols(self) -> SymbolTable:
+        return self.kernel.symbols
+
+    def items(self, docs) -> list:
+        from ..trees.doc import doc_to_tree
+
+        out = []
+        for doc in docs:
+            tree = doc_to_tree(doc, self.spans_key) if len(doc) else None
+            if tree is None:
+                raise StructPrefError(f"the Doc {doc.text[:40]!r} has no parse tree in doc.spans[{self.spans_key!r}]: "
+                                      "put a forest_parser before kernel_textcat")
+            out.append(tree)
+        return out
+
+    def prepare(self, items):
+        return self.kernel.prepare(list(items))
+
+    def gram(self, a, b=None, progress=None) -> np.ndarray:
+        # one block over the hash-consed sets: Δ once per pair of distinct subtrees
+        return self.kernel.block(a, a if b is None else b)
+
+    def settings(self) -> dict:
+        return {"kind": "tree", "lam": self.kernel.lam}
+
+    def encode(self, items) -> list:
+        return self.kernel.encode(items)
+
+    def decode(self, data: list) -> list:
+        return self.kernel.decode(data)
+
+
+class ForestDocKernel:
+    """Forest kernel with decay ``lam`` over each Doc's packed forest
+    (``doc._.forest``), hyperedge probabilities raised to ``alpha``,
+    optionally pruned to the hyperedges whose best tree is at least
+    ``merit_ratio`` times the Viterbi tree (None: as stored). Kernel rows
+    are shared among ``n_threads`` threads (the compiled loop releases the
+    GIL)."""
+
+    needs_forest = True
+
+    def __init__(self, lam: float = 0.4, alpha: float = 1.0, merit_ratio: Optional[float] = None,
+                 n_threads: int = 2):
+        from ..reranking.forest_kernel import ForestKernel
+
+        if merit_ratio is not None and not 0 < merit_ratio <= 1:
+            raise StructPrefError(f"merit_ratio must lie in (0, 1] (or null), got {merit_ratio}")
+        self.kernel = ForestKernel(lam, alpha, normalize=True)
+        self.merit_ratio = merit_ratio
+        self.n_threads = _check_threads(n_threads)
+
+    @property
+    def symbols(self) -> SymbolTable:
+        return self.kernel.symbols
+
+    def forest(self, data: dict):
+        """A stored forest (``Forest.to_dict``) read into the kernel's table,
+        pruned and tempered."""
+        from ..parsing.parser import prune_by_merit
+        from ..reranking.forest_kernel import compatible_subforest
+        from ..trees.forest import Forest
+
+        forest = Forest.from_dict(data, self.symbols).compute_inside_outside()
+        if self.merit_ratio is not None:
+            forest = prune_by_merit(forest, self.merit_ratio)
+        if self.kernel.alpha != 1.0:  # no brackets: the whole forest, P(e) ** α, inside–outside again
+            forest = compatible_subforest(forest, [], self.kernel.alpha)
+        return forest
+
+    def items(self, docs) -> list:
+        out = []
+        for doc in docs:
+            data = doc._.forest if doc.has_extension("forest") and len(doc) else None
+            if data is None:
+                raise StructPrefError(f"the Doc {doc.text[:40]!r} has no packed forest (doc._.forest): put a "
+                                      "forest_parser that stores its forests (store_forest = true) before "
+                                      "kernel_textcat")
+            out.append(self.forest(data))
+        return out
+
+    def prepare(self, items) -> list:
+        return self.kernel.prepare(list(items))
+
+    def gram(self, a, b=None, progress=None) -> np.ndarray:
+        """Forest-kernel matrix, cosine-normalised (values that overflow are
+        recomputed with logarithms, as :func:`~..kernels.forests.forest_gram`)."""
+        from ..kernels.forests import _normalised
+
+        lam = self.kernel.lam
+        K = forest_block(a, b, lam, self.n_threads, progress, len(self.symbols.productions))
+        if b is None:
+            for i, p in enumerate(a):
+                p._self.setdefault(lam, K[i, i])
+        return _normalised(K, a, a if b is None else b, lam)
+
+    def settings(self) -> dict:
+        return {"kind": "forest", "lam": self.kernel.lam, "alpha": self.kernel.alpha,
+                "merit_ratio": self.merit_ratio}
+
+    def encode(self, items) -> list:
+        return self.kernel.encode(items)
+
+    def decode(self, data: list) -> list:
+        return self.kernel.decode(data)
+
+
+def forest_block(a: Sequence, b: Optional[Sequence], lam: float, n_threads: int = 2, progress=None,
+                 n_rules: Optional[int] = None) -> np.ndarray:
+    """Unnormalised forest-kernel matrix between two lists of
+    :class:`~..kernels.forests.PreparedForest` (``b=None``: symmetric, the
+    upper triangle computed and mirrored). Each row's rule index is built
+    once for the whole row (``n_rules``: the table's production count), and
+    rows go to ``n_threads`` threads; the compiled loop is the one
+    :func:`~..kernels.forests.forest_kernel` runs."""
+    from ..kernels import _kernels
+
+    symmetric = b is None
+    b = a if symmetric else b
+    out = np.zeros((len(a), len(b)))
+    if not len(a) or not len(b):
+        return out
+    if n_rules is None:
+        n_rules = int(max(max(p.forest.rule.max(initial=-1) for p in a),
+                          max(p.forest.rule.max(initial=-1) for p in b))) + 1
+    lam = float(lam)
+
+    def row(i: int) -> None:
+        p1 = a[i]
+        f1 = p1.forest
+        first, last = p1.rule_slices(n_rules)
+        for j in range(i if symmetric else 0, len(b)):
+            p2 = b[j]
+            f2 = p2.forest
+            out[i, j] = _kernels.forest_kernel_sum(
+                f1.head, f1.tail_start, f1.tails, p1.q, p1.mu, p1.by_rule, first, last,
+                f2.head, f2.tail_start, f2.tails, f2.rule, p2.q, p2.mu, p2.by_head,
+                f1.n_nodes, f2.n_nodes, lam, False)
+
+    # a symmetric matrix's rows shrink: hand them out longest first, one at a time
+    order = list(range(len(a)))
+    n_pairs = len(a) * len(b) // (2 if symmetric else 1)
+    bar = _progress_bar(len(a), "forest gram", progress if progress is not None or n_pairs >= 100_000 else False)
+    try:
+        if n_threads <= 1:
+            for i in order:
+                row(i)
+                bar.update(1)
+        else:
+            with ThreadPoolExecutor(max_workers=n_threads) as pool:
+                for _ in pool.map(row, order):
+                    bar.update(1)
+    finally:
+        bar.close()
+    if symmetric:
+        upper = np.triu(out, 1)
+        out += upper.T
+    return out
+
+
+def ngram_features(word_lists, max_n: int = 2, lowercase: bool = True) -> List[List[str]]:
+    """Each text's word n-grams, n = 1 .. ``max_n`` (the bag of words of the
+    BOW kernel and of the linear-SVM baseline)."""
+    out = []
+    for words in word_lists:
+        words = [w.lower() for w in words] if lowercase else list(words)
+        out.append([" ".join(words[i:i + n]) for n in range(1, max_n + 1) for i in range(len(words) - n + 1)])
+    return out
+
+
+def count_vectors(feature_lists, vocabulary: Optional[dict] = None):
+    """Sparse count matrix (CSR) of feature lists; ``vocabulary`` (feature
+    -> column) is extended with unseen features when given, made otherwise."""
+    from scipy.sparse import csr_matrix
+
+    vocabulary = {} if vocabulary is None else vocabulary
+    rows, cols = [], []
+    for i, feats in enumerate(feature_lists):
+        for f in feats:
+            cols.append(vocabulary.setdefault(f, len(vocabulary)))
+            rows.append(i)
+    m = csr_matrix((np.ones(len(cols)), (rows, cols)), shape=(len(feature_lists), max(len(vocabulary), 1)))
+    m.sum_duplicates()
+    return m
+
+
+class BowDocKernel:
+    """Cosine of the word n-gram count vectors (n = 1 .. ``max_n``)."""
+
+    needs_forest = False
+
+    def __init__(self, max_n: int = 2, lowercase: bool = True):
+        if not isinstance(max_n, int) or max_n < 1:
+            raise StructPrefError(f"max_n must be an integer of at least 1, got {max_n!r}")
+        self.max_n, self.lowercase = max_n, bool(lowercase)
+
+    def items(self, docs) -> list:
+        out = []
+        for doc in docs:
+            if not len(doc):
+                raise StructPrefError("kernel_textcat cannot classify an empty Doc")
+            out.append(tuple(t.text for t in doc))
+        return out
+
+    def prepare(self, items) -> list:
+        return ngram_features(items, self.max_n, self.lowercase)
+
+    def gram(self, a, b=None, progress=None) -> np.ndarray:
+        from sklearn.preprocessing import normalize
+
+        vocabulary = {}
+        A = normalize(count_vectors(a, vocabulary))
+        B = A if b is None else normalize(count_vectors(b, vocabulary))
+        A.resize((A.shape[0], len(vocabulary)))
+        B.resize((B.shape[0], len(vocabulary)))
+        return np.asarray((A @ B.T).todense())
+
+    def settings(self) -> dict:
+        return {"kind": "bow", "max_n": self.max_n, "lowercase": self.lowercase}
+
+    def encode(self, items) -> list:
+        return [list(words) for words in items]
+
+    def decode(self, data: list) -> list:
+        if not all(isinstance(words, (list, tuple)) and all(isinstance(w, str) for w in words) for words in data):
+            raise SavedModelError("saved bag-of-words items must be lists of words")
+        return [tuple(words) for words in data]
+
+
+class SumDocKernel:
+    """``K(x, y) = Σ_k w_k K_k(x, y)`` over Doc kernels ``kernels`` with
+    ``weights`` (a composite kernel: a sum of kernels is a kernel)."""
+
+    def __init__(self, kernels: Sequence, weights: Sequence[float]):
+        kernels, weights = list(kernels), [float(w) for w in weights]
+        if not kernels or len(kernels) != len(weights):
+            raise StructPrefError(f"a sum of kernels needs one weight per kernel: {len(kernels)} kernel(s), "
+                                  f"{len(weights)} weight(s)")
+        if not all(np.isfinite(w) and w >= 0 for w in weights) or not sum(weights) > 0:
+            raise StructPrefError(f"kernel weights must be non-negative and not all 0, got {weights}")
+        self.kernels, self.weights = kernels, weights
+
+    @property
+    def needs_forest(self) -> bool:
+        return any(k.needs_forest for k in self.kernels)
+
+    def items(self, docs) -> list:
+        docs = list(docs)
+        return list(zip(*[k.items(docs) for k in self.kernels]))
+
+    def prepare(self, items) -> list:
+        items = list(items)
+        return [k.prepare([it[i] for it in items]) for i, k in enumerate(self.kernels)]
+
+    def gram(self, a, b=None, progress=None) -> np.ndarray:
+        return self.combine([k.gram(pa, None if b is None else b[i], progress)
+                             for i, (k, pa) in enumerate(zip(self.kernels, a))])
+
+    def combine(self, grams: Sequence[np.ndarray]) -> np.ndarray:
+        """``Σ_k w_k K_k`` from the parts' matrices."""
+        return sum(w * K for w, K in zip(self.weights, grams))
+
+    def settings(self) -> dict:
+        return {"kind": "sum", "weights": self.weights, "kernels": [k.settings() for k in self.kernels]}
+
+    def encode(self, items) -> list:
+        items = list(items)
+        parts = [k.encode([it[i] for it in items]) for i, k in enumerate(self.kernels)]
+        return [list(x) for x in zip(*parts)]
+
+    def decode(self, data: list) -> list:
+        if not all(isinstance(x, (list, tuple)) and len(x) == len(self.kernels) for x in data):
+            raise SavedModelError(f"saved items of a sum of {len(self.kernels)} kernels must have one part per kernel")
+        parts = [k.decode([x[i] for x in data]) for i, k in enumerate(self.kernels)]
+        return list(zip(*parts))
+
+
+def named_kernel(name: str, lam: float = 0.4, alpha: float = 1.0, bow_weight: float = 0.5,
+                 merit_ratio: Optional[float] = None, n_threads: int = 2):
+    """The Doc kernel called ``name`` (:data:`KERNEL_NAMES`): ``tree``,
+    ``forest``, ``bow``, or ``tree+bow``/``forest+bow``, the structure
+    kernel weighted ``1 - bow_weight`` plus the BOW kernel weighted
+    ``bow_weight``."""
+    if name not in KERNEL_NAMES:
+        raise StructPrefError(f"unknown kernel {name!r}; expected one of {', '.join(KERNEL_NAMES)}")
+    structure, _, bow = name.partition("+")
+    parts = {"tree": lambda: TreeDocKernel(lam),
+             "forest": lambda: ForestDocKernel(lam, alpha, merit_ratio, n_threads),
+             "bow": lambda: BowDocKernel()}
+    if not bow:
+        return parts[structure]()
+    if not 0 <= bow_weight <= 1:
+        raise StructPrefError(f"bow_weight must lie in [0, 1], got {bow_weight}")
+    return SumDocKernel([parts[structure](), BowDocKernel()], [1 - bow_weight, bow_weight])
+
+
+def subset(items: list, index) -> list:
+    return [items[i] for i in np.asarray(index, dtype=INT)]

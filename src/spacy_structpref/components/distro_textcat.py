@@ -1,0 +1,124 @@
+"""The ``distro_textcat`` component: multiclass classification with
+distributed label vectors (DISTRO's atomic case, Srikumar & Manning 2014,
+§3.1 and §5.1), writing ``doc.cats``.
+
+A document x gets one label y, scored ``a_yᵀ (W φ(x) + b) + a_yᵀ w_0`` with
+``φ(x)`` its bag of words and bigrams (:func:`~..models.sparse_features.SparseBagFeatures`)
+and ``a_y`` the unit label vectors, columns of A. It is the DISTRO model of the
+``distro_tagger`` applied to sequences of one atomic part (each Doc one
+"token"): the loss-augmented argmax of the multiclass hinge loss
+``max_y [score(y) + Δ(y, y*)] − score(y*)``, Δ the 0/1 cost, is first-order
+Viterbi on one position, and the alternating w / A schedule, the nuclear-norm
+proximal step on A and ``onehot = true`` (the multiclass SVM baseline, A = I)
+are the tagger's (:class:`.distro_tagger.DistroTaggerComponent`).
+
+Classes are exclusive: ``doc.cats`` gets 1.0 for the predicted label and 0.0
+for every other. The gold label of a training Doc is its cat with value 1.
+"""
+from typing import Callable, Dict, Iterable, List, Optional
+
+import numpy
+from spacy.language import Language
+from spacy.scorer import Scorer
+from spacy.tokens import Doc
+from spacy.training import Example
+from spacy.util import registry
+from thinc.api import Config, Model
+
+from ..errors import TaggerError
+
+# Registers the architectures named in the default config (pure Python).
+from ..models import sparse_features as _sparse  # noqa: F401
+from ..models import distro as _distro  # noqa: F401
+from .distro_tagger import DEFAULT_MODEL_CONFIG as TAGGER_MODEL_CONFIG
+from .distro_tagger import SCHEDULE_DEFAULTS, DistroTaggerComponent
+
+# the tagger's default model over the bag of words and bigrams of the Doc
+DEFAULT_MODEL_CONFIG = TAGGER_MODEL_CONFIG.replace('"spacy_structpref.SparseFeatures.v1"',
+                                                   '"spacy_structpref.SparseBagFeatures.v1"')
+DEFAULT_MODEL = Config().from_str(DEFAULT_MODEL_CONFIG)["model"]
+
+
+@registry.scorers("spacy_structpref.distro_textcat_scorer.v1")
+def make_textcat_scorer() -> Callable:
+    return score_exclusive_cats
+
+
+def score_exclusive_cats(examples: Iterable[Example], **kwargs) -> Dict[str, object]:
+    """spaCy's scores of exclusive classes (``Scorer.score_cats``) and
+    ``cats_acc``: the fraction of Docs whose highest predicted cat is the
+    gold one."""
+    examples = list(examples)
+    labels = sorted({label for eg in examples for label in eg.reference.cats})
+    scores = Scorer.score_cats(examples, "cats", labels=labels, multi_label=False)
+    hits = [max(eg.predicted.cats, key=eg.predicted.cats.get) ==
+            max(eg.reference.cats, key=eg.reference.cats.get)
+            for eg in examples if eg.reference.cats and eg.predicted.cats]
+    scores["cats_acc"] = sum(hits) / len(hits) if hits else None
+    return scores
+
+
+@Language.factory(
+    "distro_textcat",
+    assigns=["doc.cats"],
+    default_config={
+        "model": DEFAULT_MODEL,
+        **SCHEDULE_DEFAULTS,
+        "scorer": {"@scorers": "spacy_structpref.distro_textcat_scorer.v1"},
+    },
+    default_score_weights={"cats_acc": 1.0},
+)
+def make_distro_textcat(nlp: Language, name: str, model: Model, w_steps: int, a_steps: int,
+                        nuclear_lambda: float, a_learn_rate_scale: float, cost: float,
+                        scorer: Optional[Callable]) -> "DistroTextcat":
+    return DistroTextcat(nlp.vocab, model, name, w_steps=w_steps, a_steps=a_steps,
+                         nuclear_lambda=nuclear_lambda, a_learn_rate_scale=a_learn_rate_scale,
+                         cost=cost, scorer=scorer)
+
+
+class DistroTextcat(DistroTaggerComponent):
+    """Exclusive multiclass classifier with label vectors; see the module docstring."""
+
+    saved_as = "distro_textcat"
+
+    def __init__(self, vocab, model: Model, name: str = "distro_textcat", *, w_steps: int = 100,
+                 a_steps: int = 20, nuclear_lambda: float = 1.0, a_learn_rate_scale: float = 1.0,
+                 cost: float = 1.0, scorer: Optional[Callable] = None):
+        super().__init__(vocab, model, name, overwrite=True, w_steps=w_steps, a_steps=a_steps,
+                         nuclear_lambda=nuclear_lambda, a_learn_rate_scale=a_learn_rate_scale,
+                         cost=cost, scorer=scorer)
+
+    def _gold_labels(self, get_examples: Callable[[], Iterable[Example]]) -> List[str]:
+        """The label set of the training data: the keys of the gold ``doc.cats``."""
+        return sorted({label for eg in get_examples() for label in eg.reference.cats})
+
+    def predict(self, docs: Iterable[Doc]) -> numpy.ndarray:
+        """One label id per Doc."""
+        from ..models.decode import decode
+
+        docs = list(docs)
+        self._require_initialized()
+        if not docs:
+            return numpy.zeros((0,), dtype="i")
+        return decode(self.model.predict(docs))
+
+    def set_annotations(self, docs: Iterable[Doc], label_ids: numpy.ndarray) -> None:
+        for doc, i in zip(docs, numpy.asarray(label_ids).tolist()):
+            doc.cats = {label: float(j == i) for j, label in enumerate(self.labels)}
+
+    def gold_ids(self, examples: Iterable[Example]) -> numpy.ndarray:
+        """The gold label id of every Doc: its cat with value 1 (-1 if it has
+        none or one this classifier does not know; more than one is an error)."""
+        index = {label: i for i, label in enumerate(self.labels)}
+        ids = []
+        for eg in examples:
+            gold = [label for label, value in eg.reference.cats.items() if value == 1.0]
+            if len(gold) > 1:
+                raise TaggerError(f"{self.name} classifies into exclusive classes, but a Doc has "
+                                  f"the cats {gold} all at 1.0: {eg.reference.text[:60]!r}")
+            ids.append(index.get(gold[0], -1) if gold else -1)
+        return numpy.asarray(ids, dtype=numpy.int32)
+
+    def candidate_mask(self, docs: Iterable[Doc]) -> None:
+        """Every class is a candidate of every Doc (no tag dictionary)."""
+        return None

@@ -1,0 +1,217 @@
+"""spaCy component ``kernel_textcat``: classifies Docs into mutually
+exclusive classes with one-vs-others kernel SVMs over their parses (Zhang
+et al. 2010, §4: the forest kernel against the tree kernel in an SVM;
+Zhang & Lee 2003: question classification with tree kernels).
+
+It goes after a ``forest_parser`` and reads its 1-best tree (span group) or
+its pruned packed forest (``doc._.forest``), as the kernel block
+(``[components.kernel_textcat.kernel]``, registered functions of
+:mod:`spacy_structpref.classification.registrations`) says: the subset-tree
+kernel, the (tempered) forest kernel, the bag-of-words kernel, or a
+weighted sum. It writes ``doc.cats``: a softmax over the classes' SVM
+margins, so the highest is the class of largest margin.
+
+Training happens in ``initialize``: the Gram matrix of the examples'
+parses (a Doc without one is parsed by the components before this one),
+C chosen from ``C_grid`` on every ``dev_every``-th example held out, the
+SVMs refit on all examples (scikit-learn's ``SVC(kernel="precomputed")``).
+``update`` has nothing to learn. The model keeps the support items, the
+dual coefficients and intercepts, saved as arrays (no pickle), atomically
+and with checksums: a changed file is refused on load.
+
+Nothing compiled is imported here: the classifier loads on use.
+"""
+from typing import Callable, Dict, Iterable, List, Optional
+
+import numpy as np
+import srsly
+from spacy.language import Language
+from spacy.pipeline import Pipe
+from spacy.training import Example, validate_get_examples
+
+from ..errors import SavedModelError, StructPrefError
+from ..saving import atomic_directory, check_saved, load_errors
+
+DEFAULT_KERNEL = {"@misc": "spacy_structpref.NamedDocKernel.v1", "name": "tree", "lam": 0.4, "alpha": 1.0,
+                  "bow_weight": 0.5, "merit_ratio": None, "n_threads": 2}
+DEFAULT_C_GRID = [0.3, 1.0, 3.0, 10.0, 30.0, 100.0]
+
+
+@Language.factory(
+    "kernel_textcat",
+    assigns=["doc.cats"],
+    requires=["doc.spans"],
+    default_config={"kernel": DEFAULT_KERNEL, "C_grid": DEFAULT_C_GRID, "dev_every": 10, "n_threads": 2,
+                    "scorer": {"@scorers": "spacy_structpref.textcat_scorer.v1"}},
+    default_score_weights={"cats_score": 1.0, "cats_accuracy": 0.0, "cats_micro_p": None, "cats_micro_r": None,
+                           "cats_micro_f": None, "cats_macro_p": None, "cats_macro_r": None,
+                           "cats_macro_f": None, "cats_macro_auc": None, "cats_f_per_type": None},
+)
+def make_kernel_textcat(nlp: Language, name: str, kernel, C_grid: List[float], dev_every: int, n_threads: int,
+                        scorer: Optional[Callable]) -> "KernelTextCategorizer":
+    return KernelTextCategorizer(nlp.vocab, kernel, name, C_grid=C_grid, dev_every=dev_every,
+                                 n_threads=n_threads, scorer=scorer)
+
+
+class KernelTextCategorizer(Pipe):
+    """Settings: ``kernel`` (a Doc kernel), ``C_grid`` (the SVM's C; chosen
+    on the held-out examples when it has several), ``dev_every`` (every
+    n-th example of ``initialize`` is held out for that choice: TREC QC's
+    dev split when the examples are its training questions in order),
+    ``n_threads`` (binary SVMs trained at once). See the module docstring."""
+
+    def __init__(self, vocab, kernel, name: str = "kernel_textcat", *, C_grid: Iterable[float] = (1.0,),
+                 dev_every: int = 10, n_threads: int = 2, scorer: Optional[Callable] = None):
+        from ..classification.svm import check_C, dev_mask
+
+        for attr in ("items", "prepare", "gram", "settings", "encode", "decode"):
+            if not callable(getattr(kernel, attr, None)):
+                raise StructPrefError(f"{name}: the kernel must be a Doc kernel (e.g. "
+                                      f"spacy_structpref.NamedDocKernel.v1), got a {type(kernel).__name__}")
+        C_grid = [check_C(c) for c in C_grid]
+        if not C_grid:
+            raise StructPrefError(f"{name}: C_grid is empty")
+        dev_mask(0, dev_every)  # checks it
+        if not isinstance(n_threads, int) or n_threads < 1:
+            raise StructPrefError(f"{name}: n_threads must be an integer of at least 1, got {n_threads!r}")
+        self.vocab, self.name, self.kernel, self.scorer = vocab, name, kernel, scorer
+        self.cfg = {"C_grid": C_grid, "dev_every": dev_every, "n_threads": n_threads}
+        self._classifier = None
+        from ..trees import register_extensions
+        register_extensions()
+
+    @property
+    def classifier(self):
+        if self._classifier is None:
+            from ..classification.classifier import KernelClassifier
+
+            self._classifier = KernelClassifier(self.kernel, self.cfg["C_grid"], self.cfg["dev_every"],
+                                                self.cfg["n_threads"])
+        return self._classifier
+
+    @property
+    def labels(self):
+        return tuple(self.classifier.labels)
+
+    @property
+    def is_trainable(self) -> bool:
+        return False
+
+    # ------------------------------------------------------------- training
+    def _upstream(self, nlp: Language) -> List[str]:
+        """The components before this one; a clear error when no
+        ``forest_parser`` is among them (or it keeps no forests that the kernel needs)."""
+        from .forest_parser import preceding_forest_parser
+
+        parser = preceding_forest_parser(nlp, self.name, "classifies the parses")
+        if getattr(self.kernel, "needs_forest", False) and not nlp.get_pipe(parser).cfg["store_forest"]:
+            raise StructPrefError(f"{self.name}'s kernel reads packed forests, and {parser} does not store "
+                                  "them: set its store_forest = true")
+        names = list(nlp.component_names)
+        return names[:names.index(self.name)]
+
+    def _parsed(self, docs: List, nlp: Language, upstream: List[str]) -> List:
+        """The Docs, those without a parse run through the upstream components."""
+        from tqdm import tqdm
+
+        from ..trees.doc import SPANS_KEY
+
+        def parsed(doc) -> bool:
+            return bool(len(doc.spans.get(SPANS_KEY, []))) and (
+                not getattr(self.kernel, "needs_forest", False) or doc._.forest is not None)
+
+        todo = [i for i, doc in enumerate(docs) if len(doc) and not parsed(doc)]
+        if todo:
+            for i in tqdm(todo, desc=f"{self.name}: parse", unit="doc", disable=None):
+                doc = docs[i]
+                for name in upstream:
+                    doc = nlp.get_pipe(name)(doc)
+                docs[i] = doc
+        return docs
+
+    def initialize(self, get_examples: Callable[[], Iterable[Example]], *, nlp: Optional[Language] = None,
+                   labels: Optional[Iterable[str]] = None) -> None:
+        """Train the SVMs on the examples (see the module docstring);
+        ``labels``: the class set (default: the keys of the examples' gold
+        ``doc.cats``)."""
+        from ..classification.data import gold_label
+
+        validate_get_examples(get_examples, f"{type(self).__name__}.initialize")
+        if nlp is None:
+            raise StructPrefError(f"{self.name}.initialize needs the pipeline (nlp=...) to find its forest_parser")
+        upstream = self._upstream(nlp)
+        examples = list(get_examples())
+        empty = [i for i, eg in enumerate(examples) if not len(eg.predicted)]
+        if empty:
+            raise StructPrefError(f"{self.name}: training example {empty[0]} is an empty Doc")
+        gold = [gold_label(eg.reference) for eg in examples]
+        if labels is None:
+            labels = sorted({label for eg in examples for label in eg.reference.cats})
+        docs = self._parsed([eg.predicted for eg in examples], nlp, upstream)
+        self.classifier.fit(docs, gold, list(labels))
+
+    def update(self, examples: Iterable[Example], *, drop: float = 0.0, sgd=None,
+               losses: Optional[Dict[str, float]] = None) -> Dict[str, float]:
+        """Nothing to learn by gradient: the SVMs are trained in ``initialize``."""
+        losses = {} if losses is None else losses
+        losses.setdefault(self.name, 0.0)
+        return losses
+
+    # ---------------------------------------------------------- prediction
+    def predict(self, docs):
+        docs = list(docs)
+        for doc in docs:
+            if not len(doc):
+                raise StructPrefError(f"{self.name} cannot classify an empty Doc")
+        return self.classifier.decision(docs)
+
+    def set_annotations(self, docs, margins) -> None:
+        labels = self.classifier.labels
+        for doc, row in zip(docs, margins):
+            p = np.exp(row - row.max())
+            p /= p.sum()
+            doc.cats = {label: float(v) for label, v in zip(labels, p)}
+
+    def __call__(self, doc):
+        self.set_annotations([doc], self.predict([doc]))
+        return doc
+
+    def score(self, examples: Iterable[Example], **kwargs) -> Dict[str, float]:
+        kwargs.setdefault("labels", self.labels)
+        return dict(self.scorer(examples, **kwargs)) if self.scorer is not None else {}
+
+    # ------------------------------------------------------- serialisation
+    def to_bytes(self, *, exclude=tuple()) -> bytes:
+        state = {"cfg": self.cfg}
+        if "model" not in exclude and self.classifier.is_trained:
+            state["model"] = self.classifier.to_bytes()
+        return srsly.msgpack_dumps(state)
+
+    def from_bytes(self, bytes_data: bytes, *, exclude=tuple()) -> "KernelTextCategorizer":
+        with load_errors(self.name):
+            state = srsly.msgpack_loads(bytes_data)
+            self._set_cfg(state["cfg"])
+            if "model" in state and "model" not in exclude:
+                self.classifier.from_bytes(state["model"])
+        return self
+
+    def to_disk(self, path, *, exclude=tuple()) -> None:
+        with atomic_directory(path, "kernel_textcat") as tmp:
+            srsly.write_json(tmp / "cfg.json", self.cfg)
+            if "model" not in exclude and self.classifier.is_trained:
+                (tmp / "model").mkdir()
+                self.classifier.to_disk(tmp / "model")
+
+    def from_disk(self, path, *, exclude=tuple()) -> "KernelTextCategorizer":
+        path = check_saved(path, "kernel_textcat")
+        with load_errors(f"{self.name} from {path}"):
+            self._set_cfg(srsly.read_json(path / "cfg.json"))
+            if "model" not in exclude and (path / "model").is_dir():
+                self.classifier.from_disk(path / "model")
+        return self
+
+    def _set_cfg(self, cfg: dict) -> None:
+        if set(cfg) != set(self.cfg):
+            raise SavedModelError(f"{self.name}: the saved settings {sorted(cfg)} are not {sorted(self.cfg)}")
+        self.cfg.update(cfg)
+        self._classifier = None
