@@ -16,6 +16,7 @@ from spacy_structpref.kernels import (PreparedForest, dag_kernel_block, dag_self
                                       forest_gram, forest_kernel, gram, tree_kernel)
 from spacy_structpref.kernels.forests import MAX_FOREST_NODES
 from spacy_structpref.learners import KernelPerceptron, TreeKernel
+from spacy_structpref.parsing.grammar import Annotation, annotate, estimate_grammar
 from spacy_structpref.trees import (SymbolTable, TreeSetDAG, doc_to_tree, normalize_tree, parse_bracketed,
                                     restore_words, to_bracketed, tree_to_doc)
 from spacy_structpref.trees.convert import to_forest
@@ -215,6 +216,17 @@ def test_deep_trees_need_no_recursion_limit(nlp):
     doc = tree_to_doc(nlp.vocab, deep)
     assert len(doc.spans["constituents"]) == DEPTH + 1
     assert to_bracketed(doc_to_tree(doc)) == text
+
+
+def test_grammar_of_a_deep_tree():
+    """Issue reproducer: annotate recursed, and estimate_grammar failed from depth ~990."""
+    deep = chain(DEPTH)
+    assert to_bracketed(annotate(deep, Annotation())) == (
+        "(TOP (X^TOP " + "(X^X " * (DEPTH - 1) + "(NN^X^U w)" + ")" * (DEPTH + 1))
+    grammar = estimate_grammar([deep])
+    assert [([grammar.states[s] for s in states], p) for states, p in grammar.chains] == [
+        (["TOP", "X^TOP"] + ["X^X"] * (DEPTH - 1) + ["NN^X^U"], 1.0)]
+    assert grammar.tag_word == {"w": {grammar.state_id("NN^X^U"): 1.0}}
 
 
 def test_learner_with_a_deep_tree_saves_and_loads(tmp_path):

@@ -217,6 +217,31 @@ def test_specialised_learner_initialize_and_update():
     np.testing.assert_allclose(spec.utilities(sets[0], "a"), alone.utilities(sets[0]))
 
 
+def test_specialised_finish_update_steps_only_the_classes_updated(psets):
+    """A class absent from a batch keeps its weights bit for bit: Adam once
+    stepped every class, and a zero gradient still moves by momentum."""
+    train, _ = psets
+    sets, gold = [s.trees(True) for s in train], [s.gold for s in train]
+    keys = [foot_class(s.foot) for s in train]
+    spec = SpecialisedLearner(build(RECURSIVE)).initialize(sets, gold, keys)
+    sgd = Adam(0.01)
+    spec.update(sets, gold, keys)
+    spec.finish_update(sgd)  # every class has a gradient and momentum now
+    present, absent = sorted(spec.learners)[:2]
+    batch = [i for i, k in enumerate(keys) if k == present]
+
+    def weights(key):
+        model = spec.learners[key].model
+        return [node.get_param(name).copy() for node in model.walk() for name in node.param_names
+                if node.has_param(name)]
+
+    before = {key: weights(key) for key in (present, absent)}
+    spec.update([sets[i] for i in batch], [gold[i] for i in batch], [present] * len(batch))
+    spec.finish_update(sgd)
+    assert all(np.array_equal(a, b) for a, b in zip(weights(absent), before[absent]))
+    assert not all(np.array_equal(a, b) for a, b in zip(weights(present), before[present]))
+
+
 def test_recursive_net_updates_with_the_callers_optimizer(psets, tmp_path):
     train, dev = psets
     sets, gold = [s.trees(True) for s in train], [s.gold for s in train]

@@ -114,6 +114,18 @@ def test_clear_errors():
         spacy.blank("en").add_pipe("parse_reranker", config={"n_folds": 1})
 
 
+def test_default_learner_is_the_attachment_predictors_but_for_the_kernel():
+    """Both defaults come from one block; the reranker's once lacked
+    ``progress = false`` and drew a bar per update inside spacy train."""
+    reranker = spacy.blank("en").add_pipe("parse_reranker").learner
+    predictor = spacy.blank("en").add_pipe("attachment_predictor").prototype
+    for learner in (reranker, predictor):
+        assert isinstance(learner, KernelPerceptron)
+        assert (learner.loss, learner.epochs, learner.average, learner.seed, learner.progress) == (
+            "setwise", 1, True, 0, False)
+    assert isinstance(reranker.kernel, CompositeKernel) and isinstance(predictor.kernel, TreeKernel)
+
+
 def test_a_doc_without_a_kbest_list_is_refused(trained):
     nlp, _ = trained
     with pytest.raises(StructPrefError, match="forest_parser must run before"):

@@ -266,7 +266,8 @@ def test_max_length_setting():
 def test_bad_settings_fail_when_the_pipeline_is_built(setting, value, match):
     """Issue #14 item 8: these were accepted, then every parse fell back or
     failed (smooth=-1: ZeroDivisionError), or a bad beam surfaced only at
-    the first parse."""
+    the first parse. A save with one is refused and leaves the component's
+    cfg as it was (it was once adopted before being checked)."""
     nlp = spacy.blank("en")
     config = {setting: value, "tag_mode": "soft"} if setting == "tag_bonus" else {setting: value}
     if value == value and abs(value) != float("inf"):  # spaCy refuses nan and inf in a config itself
@@ -276,5 +277,7 @@ def test_bad_settings_fail_when_the_pipeline_is_built(setting, value, match):
     with pytest.raises(StructPrefError, match=match):
         ForestParser(nlp.vocab, **config)
     pipe = nlp.add_pipe("forest_parser")
+    before = dict(pipe.cfg)
     with pytest.raises(StructPrefError, match=match):
         pipe.from_bytes(srsly.msgpack_dumps({"cfg": {**pipe.cfg, **config}}))
+    assert pipe.cfg == before

@@ -42,21 +42,14 @@ from spacy.tokens import Doc, Token
 from spacy.training import Example, validate_examples, validate_get_examples
 
 from ..errors import StructPrefError
+from ..learners.registrations import perceptron_config
 from ..saving import atomic_directory, check_saved, load_errors
 
 FACTORY = "attachment_predictor"
 
-# The kernel voted perceptron with the subset-tree kernel (configs/learners/vp.cfg);
-# spaCy's epochs are its passes, so its own ``epochs`` (for ``fit``) is unused here.
-DEFAULT_LEARNER = {
-    "@misc": "spacy_structpref.KernelPerceptron.v1",
-    "loss": "setwise",
-    "epochs": 1,
-    "average": True,
-    "seed": 0,
-    "progress": False,
-    "kernel": {"@misc": "spacy_structpref.TreeKernel.v1", "lam": 0.4, "sigma": 1, "normalize": True},
-}
+# The kernel voted perceptron with the subset-tree kernel (configs/learners/vp.cfg)
+DEFAULT_LEARNER = perceptron_config(
+    {"@misc": "spacy_structpref.TreeKernel.v1", "lam": 0.4, "sigma": 1, "normalize": True})
 
 DEFAULT_CONFIG = {
     "learner": DEFAULT_LEARNER,

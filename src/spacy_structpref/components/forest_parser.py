@@ -101,19 +101,18 @@ class ForestParser(Pipe):
         self.name = name
         self.cfg = {key: value for key, value in DEFAULT_CONFIG.items() if key != "scorer"}
         self.cfg.update(cfg)
-        self._check_cfg()
+        self._check_cfg(self.cfg)
         self.scorer = scorer
         self.grammar = None
         self._parser = None
         from ..trees import register_extensions
         register_extensions()
 
-    def _check_cfg(self) -> None:
-        """Every setting checked here, so that a bad one fails when the
-        pipeline is built, not at the first parse."""
+    def _check_cfg(self, c: dict) -> None:
+        """Every setting of ``c`` checked here, so that a bad one fails when
+        the pipeline is built (or loaded), not at the first parse."""
         from ..parsing.parser import check_count, check_settings
 
-        c = self.cfg
         check_settings(c["beam"], c["threshold"], c["merit_threshold"], c["max_expansions"], c["tag_mode"],
                        c["tag_bonus"], c["max_length"])
         check_count("k", c["k"], 1)
@@ -242,18 +241,21 @@ class ForestParser(Pipe):
 
     def _load_state(self, state: dict) -> None:
         """Set the fields present in ``state`` (one that ``exclude`` named, or
-        that a save lacks, is left as it is, as spaCy's pipes do)."""
+        that a save lacks, is left as it is, as spaCy's pipes do). Every field
+        is read and checked before any is set: a refused save leaves the
+        component as it was."""
         from ..parsing.grammar import Grammar
 
+        cfg, grammar = self.cfg, self.grammar
         if "cfg" in state:
             unknown = set(state["cfg"]) - set(self.cfg)
             if unknown:
                 raise SavedModelError(f"{self.name}: the saved cfg has unknown setting(s) {sorted(unknown)}")
-            self.cfg.update(state["cfg"])
-            self._check_cfg()
+            cfg = {**self.cfg, **state["cfg"]}
+            self._check_cfg(cfg)
         if "grammar" in state:
-            self.grammar = Grammar.from_dict(state["grammar"]) if state["grammar"] is not None else None
-        self._parser = None
+            grammar = Grammar.from_dict(state["grammar"]) if state["grammar"] is not None else None
+        self.cfg, self.grammar, self._parser = cfg, grammar, None
 
     def to_bytes(self, *, exclude=tuple()) -> bytes:
         return srsly.msgpack_dumps(self._state(exclude))

@@ -40,18 +40,13 @@ from spacy.training import Example, validate_get_examples
 from spacy.util import ensure_path
 
 from ..errors import StructPrefError
+from ..learners.registrations import perceptron_config
 from ..saving import atomic_directory, check_saved
 
-DEFAULT_LEARNER = {
-    "@misc": "spacy_structpref.KernelPerceptron.v1",
-    "loss": "setwise",
-    "epochs": 1,
-    "average": True,
-    "seed": 0,
-    "kernel": {"@misc": "spacy_structpref.CompositeKernel.v1", "b": 0.2,
-               "tree_kernel": {"@misc": "spacy_structpref.TreeKernel.v1", "lam": 0.3, "sigma": 1,
-                               "normalize": True}},
-}
+# The kernel voted perceptron with the composite kernel K_λ + b·log p·log p'
+DEFAULT_LEARNER = perceptron_config(
+    {"@misc": "spacy_structpref.CompositeKernel.v1", "b": 0.2,
+     "tree_kernel": {"@misc": "spacy_structpref.TreeKernel.v1", "lam": 0.3, "sigma": 1, "normalize": True}})
 SETTINGS = ("k", "n_folds", "n_jobs", "min_gap", "set_tags", "spans_key")
 
 

@@ -69,6 +69,15 @@ def make_kernel_perceptron(kernel: LearnerKernel, loss: str = "setwise", epochs:
                             progress=progress)
 
 
+def perceptron_config(kernel: dict) -> dict:
+    """The config block of a component's default learner: the setwise
+    kernel voted perceptron over the ``kernel`` block. spaCy's epochs are
+    its passes, so its own ``epochs`` (for ``fit``) is unused, and it shows
+    no progress bar of its own inside spaCy's training loop."""
+    return {"@misc": "spacy_structpref.KernelPerceptron.v1", "loss": "setwise", "epochs": 1,
+            "average": True, "seed": 0, "progress": False, "kernel": kernel}
+
+
 @registry.misc("spacy_structpref.RecursiveNetLearner.v1")
 def make_recursive_net_learner(width: int = 25, max_children: int = 15, loss: str = "setwise",
                                epochs: int = 12, batch_size: int = 32,

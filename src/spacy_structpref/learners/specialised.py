@@ -5,7 +5,7 @@ training and for prediction; every class's learner is a ``clone()`` of one
 prototype learner (in a config, ``[learner.prototype]``)."""
 from collections import defaultdict
 from contextlib import ExitStack
-from typing import Dict, Hashable, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Dict, Hashable, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
 import srsly
@@ -28,6 +28,7 @@ class SpecialisedLearner:
                                   f"{type(prototype).__name__}")
         self.prototype = prototype
         self.learners: Dict[Hashable, PreferenceLearner] = {}
+        self._unapplied: Set[Hashable] = set()  # keys whose learner holds gradients for finish_update
 
     def _groups(self, sets: Sequence[Sequence], gold: Sequence[Optional[int]],
                 keys: Sequence[Hashable]) -> Iterator[Tuple[Hashable, Sequence[Sequence], List]]:
@@ -49,24 +50,33 @@ class SpecialisedLearner:
         """A fresh learner for each key with a set that can teach, initialized on its sets."""
         self.learners = {key: self.prototype.clone().initialize(key_sets, key_gold)
                          for key, key_sets, key_gold in self._groups(sets, gold, keys)}
+        self._unapplied = set()
         return self
 
     def update(self, sets: Sequence[Sequence], gold: Sequence[Optional[int]],
                keys: Sequence[Hashable], *, sgd=None,
                losses: Optional[Dict[str, float]] = None) -> Dict[str, float]:
         """Each key's learner's ``update`` on the sets of that key; a key first
-        seen here gets a learner initialized on these sets."""
+        seen here gets a learner initialized on these sets. ``sgd=None``
+        leaves the gradients to ``finish_update(sgd)``."""
         losses = {} if losses is None else losses
         for key, key_sets, key_gold in self._groups(sets, gold, keys):
             learner = self.learners.get(key)
             if learner is None:
                 learner = self.learners[key] = self.prototype.clone().initialize(key_sets, key_gold)
             learner.update(key_sets, key_gold, sgd=sgd, losses=losses)
+            if sgd is None:
+                self._unapplied.add(key)
         return losses
 
     def finish_update(self, sgd) -> None:
-        for learner in self.learners.values():
-            learner.finish_update(sgd)
+        """Apply the gradients of the keys updated since the last call, and
+        only theirs: an Adam step with a zero gradient still moves the
+        weights of a class absent from the batch by their momentum."""
+        for key, learner in self.learners.items():
+            if key in self._unapplied:
+                learner.finish_update(sgd)
+        self._unapplied = set()
 
     def finish_training(self) -> "SpecialisedLearner":
         for learner in self.learners.values():
@@ -137,6 +147,7 @@ class SpecialisedLearner:
         def load(saved: Dict[str, bytes]) -> None:
             self.learners = {key: self.prototype.clone().from_bytes(data, exclude=exclude)
                              for key, data in saved.items()}
+            self._unapplied = set()
 
         with load_errors(type(self).__name__):
             util.from_bytes(bytes_data, {"learners": load}, exclude)
@@ -164,4 +175,5 @@ class SpecialisedLearner:
                 raise SavedModelError(f"{path / 'learners.json'} must list distinct [key, directory] pairs")
             self.learners = {key: self.prototype.clone().from_disk(inside(path, name), exclude=exclude)
                              for key, name in index}
+            self._unapplied = set()
         return self

@@ -94,10 +94,28 @@ _UNARY_TAGS = ("DT", "RB", "JJ", "PRP", "CD", "NN", "NNS")
 
 def annotate(tree: Tree, ann: Annotation) -> Tree:
     """Copy of a (TOP-rooted) tree with annotated state labels."""
+    from ..trees.brackets import fold
 
-    def walk(node: Tree, ancestors: Tuple[str, ...]) -> Tree:
+    if not isinstance(tree, Tree):
+        raise StructPrefError(f"expected an nltk.Tree, got {type(tree).__name__}")
+    n_up = ann.vertical_markov - 1
+    keep = max(n_up, 2)  # the ancestors a state names: n_up for a phrase, parent and grandparent for a tag
+
+    # the walk's items are (node, its nearest ancestors' labels); a preterminal or a word ends it
+    def children(item):
+        node, ancestors = item
+        if not isinstance(node, Tree) or _is_preterminal(node):
+            return None
+        below = (ancestors + (node.label(),))[-keep:]
+        return [(kid, below) for kid in node]
+
+    def combine(item, kids):
+        node, ancestors = item
+        if not isinstance(node, Tree):
+            raise StructPrefError(f"word {node!r} under non-preterminal {ancestors[-1]!r}: "
+                                  "every word needs a POS tag")
         label = node.label()
-        if _is_preterminal(node):
+        if kids is None:
             word = node[0]
             state = label
             parts = []
@@ -110,25 +128,15 @@ def annotate(tree: Tree, ann: Annotation) -> Tree:
             if parts:
                 state = label + SEP + SEP.join(parts)
             return Tree(state, [word])
-        n_up = ann.vertical_markov - 1
         state = label
         if label != "TOP" and n_up > 0 and ancestors:
             state = label + SEP + SEP.join(reversed(ancestors[-n_up:]))
-        kids = []
-        for k in node:
-            if isinstance(k, Tree):
-                sub = walk(k, ancestors + (label,))
-                if (ann.split_unary_tags and len(node) == 1 and _is_preterminal(k)
-                        and k.label() in _UNARY_TAGS):
-                    sub.set_label(sub.label() + SEP + "U")
-                kids.append(sub)
-            else:
-                raise StructPrefError(f"word {k!r} under non-preterminal {label!r}: every word needs a POS tag")
+        if (ann.split_unary_tags and len(node) == 1 and _is_preterminal(node[0])
+                and node[0].label() in _UNARY_TAGS):
+            kids[0].set_label(kids[0].label() + SEP + "U")
         return Tree(state, kids)
 
-    if not isinstance(tree, Tree):
-        raise StructPrefError(f"expected an nltk.Tree, got {type(tree).__name__}")
-    return walk(tree, ())
+    return fold((tree, ()), combine, children)
 
 
 # ------------------------------------------------------------------ grammar
@@ -334,11 +342,10 @@ def estimate_grammar(trees: Iterable[Tree], annotation: Annotation = Annotation(
             skipped.append(f"tree {index}: {problem}")
             continue
         n_trees += 1
+        tags = []  # (word, tag state) left to right: children are pushed in reverse
         stack = [annotate(tree, annotation)]
         while stack:
             node = stack.pop()
-            if _is_preterminal(node):
-                continue
             chain = [node.label()]
             while len(node) == 1 and not _is_preterminal(node):
                 node = node[0]
@@ -347,13 +354,14 @@ def estimate_grammar(trees: Iterable[Tree], annotation: Annotation = Annotation(
                 chain_count[tuple(chain)] += 1
                 lhs_count[chain[0]] += 1
             if _is_preterminal(node):
+                tags.append((node[0], node.label()))
                 continue
             kids = [k.label() for k in node]
             for a, b, c in _binarise(node.label(), kids, annotation.horizontal_markov):
                 bin_count[(a, b, c)] += 1
                 lhs_count[a] += 1
-            stack.extend(node)
-        for leaf_i, (word, tag) in enumerate(annotate(tree, annotation).pos()):
+            stack.extend(reversed(node))
+        for leaf_i, (word, tag) in enumerate(tags):
             tagword[(word, tag, leaf_i)] += 1
     if not n_trees:
         raise StructPrefError("cannot estimate a grammar from zero trees"
