@@ -1,4 +1,5 @@
 import json
+import re
 import statistics
 import time
 from pathlib import Path
@@ -7,8 +8,8 @@ import pytest
 from spacy.tokens import DocBin
 
 from spacy_structpref.cli.convert import convert
-from spacy_structpref.cli.learning_curve import (_run_all, job_order, learning_curve, summarize, table,
-                                                 write_subsets)
+from spacy_structpref.cli.learning_curve import (TokenProgress, _run_all, job_order, learning_curve, summarize,
+                                                 table, write_subsets)
 from spacy_structpref.errors import StructPrefError
 
 CONFIGS = Path(__file__).parent.parent / "configs"
@@ -140,3 +141,33 @@ def test_runs_go_seed_by_seed_largest_first():
     assert order[:6] == [("distro", 1.0, 0), ("ssvm", 1.0, 0), ("distro", 0.5, 0), ("ssvm", 0.5, 0),
                          ("distro", 0.25, 0), ("ssvm", 0.25, 0)]
     assert [seed for _, _, seed in order[6:]] == [1] * 6 and len(set(order)) == 12
+
+
+def test_running_runs_count_at_the_finished_runs_rate():
+    """Two runs start together; when the first ends, the second has probably
+    done as much per second as the first did (capped at its size)."""
+    progress = TokenProgress({"a": 1000, "b": 1000, "c": 4000})
+    assert progress.count(5.0) == 0  # no rate before a run ends
+    progress.start("a", 0.0)
+    progress.start("b", 0.0)
+    progress.finish("a", 10.0)  # 100 tokens per second of one run
+    assert progress.count(10.0) == 1000 + 1000  # b: min(1000, 10 s × 100)
+    progress.finish("b", 30.0)  # 2000 tokens in 40 run-seconds: 50 a second
+    progress.start("c", 30.0)
+    assert progress.count(40.0) == pytest.approx(2000 + 10 * 50)
+    assert progress.count(1000.0) == 2000 + 4000  # never more than the run's size
+
+
+def test_bar_shows_running_runs_before_they_end(tmp_path, capsys):
+    """With two workers, the first run's end also counts what the longer
+    run beside it has probably done: the bar passes the first run's tokens
+    before the second run ends."""
+    jobs, tokens = ["first", "longer"], {"first": 1000, "longer": 4000}
+
+    def one(job, plan):
+        time.sleep(0.3 if job == "first" else 1.5)
+
+    _run_all(jobs, _plans(tmp_path, jobs), one, tokens, n_jobs=2, progress=True, refresh=0.05)
+    shown = [float(x) for x in re.findall(r"([\d.]+)k/5\.00k", capsys.readouterr().err)]
+    assert any(1.0 < x < 5.0 for x in shown), shown
+    assert shown[-1] == 5.0
