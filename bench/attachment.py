@@ -1,11 +1,11 @@
-"""First-pass attachment (SPEC §5, §8): the paper's small-data experiment on
-the PTB sample. Disjoint subsets of training sentences each train one learner
-on the preference sets (CP inventory from the whole train split), built from
-a learner config: the kernel voted perceptron with the subset-tree kernel
-(``--learner vp``: configs/learners/vp.cfg) or the recursive neural network
-(``--learner rnn``: configs/learners/rnn.cfg), or any config file with a
-``[learner]`` block. Every model is evaluated on the test split with
-L_1/L_2/L_5 (%), then mean ± std.
+"""First-pass attachment (Menchetti et al. 2005, §5 and §6.1): the paper's
+small-data experiment (§6.3.1, Table 2) on the PTB sample. Disjoint subsets of
+training sentences each train one learner on the preference sets (CP inventory
+from the whole train split), built from a learner config: the kernel voted
+perceptron with the subset-tree kernel (``--learner vp``:
+configs/learners/vp.cfg) or the recursive neural network (``--learner rnn``:
+configs/learners/rnn.cfg), or any config file with a ``[learner]`` block. Every
+model is evaluated on the test split with L_1/L_2/L_5 (%), then mean ± std.
 
 ``--specialise`` trains one learner per foot class of the incoming word.
 

@@ -1,7 +1,8 @@
-"""First-pass attachment data (SPEC §8) on the PTB sample: the CP inventory of
-the training trees, its coverage of dev, the size of the preference sets
-(the paper: 120 alternatives per word on average, 2 – 2,000 on WSJ) and of
-their trees with and without tree reduction, and the time to build them.
+"""First-pass attachment data (Menchetti et al. 2005, §6.1) on the PTB sample:
+the CP inventory of the training trees, its coverage of dev, the size of the
+preference sets (the paper: 120 alternatives per word on average, 2 – 2,000 on
+WSJ) and of their trees with and without tree reduction, and the time to build
+them.
 
     NLTK_DATA=../shared/nltk_data python bench/incremental.py [--train 3068] [--dev 433]
 """

@@ -1,4 +1,4 @@
-"""Incremental parsing (SPEC §8; Menchetti et al. 2005, §6.1): the
+"""Incremental parsing (Menchetti et al. 2005, §6.1): the
 ``attachment_predictor`` component trained on the PTB-sample train split (the
 kernel voted perceptron, one per foot class, reduced trees: the component's
 default learner, or any config with an ``attachment_predictor``), or loaded

@@ -198,11 +198,11 @@ def tested(name, learner, test, timings, note):
 
 
 def forest_rows(args, lam, b, timings):
-    """The forest-kernel rows (Zhang et al. 2010; tempered, SPEC §9) and
-    the tree kernel on the same data: a forest kernel costs one evaluation
-    per support forest and candidate, so these train on the first
-    ``--forest-sentences`` train lists, rerank the top ``--forest-k``, and
-    choose α on the first 100 dev lists."""
+    """The forest-kernel rows (Zhang et al. 2010; tempered by α, an extension
+    of this package) and the tree kernel on the same data: a forest kernel
+    costs one evaluation per support forest and candidate, so these train on
+    the first ``--forest-sentences`` train lists, rerank the top
+    ``--forest-k``, and choose α on the first 100 dev lists."""
     symbols = SymbolTable()
     lists = cached_lists(args.cache, args.k, args.folds, args.n_jobs, args.max_steps or None, forests=True,
                          symbols=symbols)

@@ -6,6 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import spacy
+import srsly
 from catalogue import RegistryError
 from confection import ConfigValidationError
 from nltk.tree import Tree
@@ -178,6 +179,21 @@ def test_clear_errors(trained):
     with pytest.raises(StructPrefError, match="cannot load"):
         pipe.from_bytes(b"\x93not msgpack")
 
+
+
+@pytest.mark.parametrize("saved, match", [
+    ({"cfg": {"beam_width": 3}, "inventory": "not json"}, "not a CP inventory"),
+    ({"cfg": {"specialise": False}, "learner": b"\x93not msgpack"}, "cannot load KernelPerceptron"),
+])
+def test_a_refused_load_leaves_the_component_as_it_was(saved, match):
+    """The saved cfg was adopted (and, when specialise changed, the learner
+    swapped) before the inventory and the learner were read: a save refused
+    there left them behind."""
+    pipe = spacy.blank("en").add_pipe("attachment_predictor")
+    before = (dict(pipe.cfg), pipe.foot_class, pipe.learner, pipe.inventory)
+    with pytest.raises(StructPrefError, match=match):
+        pipe.from_bytes(srsly.msgpack_dumps(saved))
+    assert (pipe.cfg, pipe.foot_class, pipe.learner, pipe.inventory) == before
 
 def test_gold_tags_augmenter():
     nlp = spacy.blank("en")

@@ -20,6 +20,7 @@ from spacy.training import Example
 from thinc.api import Adam
 
 import spacy_structpref.components.distro_tagger  # noqa: F401
+import spacy_structpref.components.distro_textcat  # noqa: F401
 import spacy_structpref.components.forest_parser  # noqa: F401
 from spacy_structpref.errors import GrammarError, SavedModelError, StructPrefError, TaggerError
 from spacy_structpref.kernels import tree_kernel
@@ -353,6 +354,27 @@ def test_rnn_cfg_and_weights_from_different_saves_are_refused(copy):
         load("rnn", path)
 
 
+
+@pytest.mark.parametrize("exclude", [(), ("cfg",)])
+def test_a_refused_rnn_load_leaves_the_learner_as_it_was(copy, saved, exclude):
+    """Weights of other shapes: the cfg they came with was adopted first
+    (another label vocabulary), and the weights were loaded into the network
+    itself, which the refusal then replaced by a fresh one."""
+    learner = load("rnn", saved["rnn"])
+    before = learner.vocab, learner.losses, learner.utilities(SETS[0])
+    path = copy("rnn")
+    if exclude:
+        weights = srsly.msgpack_loads(srsly.read_msgpack(path / "model.msgpack"))
+        weights["params"][0]["E"] = weights["params"][0]["E"][:-1]
+        srsly.write_msgpack(path / "model.msgpack", srsly.msgpack_dumps(weights))
+    else:
+        edit_msgpack(path / "cfg.msgpack", lambda c: c["vocab"].pop(sorted(c["vocab"], key=c["vocab"].get)[-1]))
+    resign(path)
+    with pytest.raises(SavedModelError):
+        learner.from_disk(path, exclude=exclude)
+    assert (learner.vocab, learner.losses) == before[:2]
+    np.testing.assert_array_equal(learner.utilities(SETS[0]), before[2])
+
 def test_rnn_vocabulary_with_bad_ids_is_refused(copy):
     path = copy("rnn")
     edit_msgpack(path / "cfg.msgpack", lambda c: c["vocab"].update({next(iter(c["vocab"])): 10**6}))
@@ -395,6 +417,39 @@ def test_missing_distro_tagger_cfg(copy, saved, tmp_path):
     with pytest.raises(TaggerError, match="0 labels but its model scores"):
         load("distro_tagger", tmp_path / "no_cfg")
 
+
+
+def test_a_refused_distro_tagger_load_leaves_it_as_it_was(saved):
+    """spaCy's loading updated the cfg and loaded the model in place, then
+    the labels were checked: a refused save left both behind."""
+    tagger = load("distro_tagger", saved["distro_tagger"])
+    cfg, A = json.loads(json.dumps(tagger.cfg)), tagger.label_matrix
+    msg = srsly.msgpack_loads(tagger.to_bytes())
+    labels = cfg["labels"]
+
+    def model(n_out=len(labels)):  # thinc's message of the model: A changed, the label count n_out
+        weights = srsly.msgpack_loads(msg["model"])
+        node = next(i for i, params in enumerate(weights["params"]) if "A" in params)
+        weights["params"][node]["A"] = weights["params"][node]["A"] + 1
+        weights["nodes"][0]["dims"]["nO"] = n_out
+        return srsly.msgpack_dumps(weights)
+
+    for bad, weights, match in (({"labels": labels[:1] * len(labels)}, model(), "distinct strings"),
+                                ({"labels": labels[:-1]}, model(), "labels but its model scores"),
+                                ({"tag_dictionary": {"x": 1}}, model(), "tag dictionary"),
+                                ({"labels": labels + ["XX"]}, model(len(labels) + 1), "has nO")):
+        with pytest.raises(StructPrefError, match=match):
+            tagger.from_bytes(srsly.msgpack_dumps({**msg, "cfg": srsly.json_dumps({**cfg, **bad}), "model": weights}))
+        assert tagger.cfg == cfg
+        np.testing.assert_array_equal(tagger.label_matrix, A)
+
+
+def test_a_refused_distro_textcat_cfg_is_not_adopted():
+    textcat = _nlp().create_pipe("distro_textcat")
+    cfg = dict(textcat.cfg)
+    with pytest.raises(TaggerError, match="distinct strings"):
+        textcat.from_bytes(srsly.msgpack_dumps({"cfg": srsly.json_dumps({**cfg, "labels": ["A", "A"]})}))
+    assert textcat.cfg == cfg
 
 def test_perceptron_cfg_without_a_kernel(copy):
     path = copy("perceptron")

@@ -1,5 +1,6 @@
-"""Incremental trees, connection paths, preference sets (SPEC §8), against
-hand-worked sentences and slow references written from the definitions."""
+"""Incremental trees, connection paths, preference sets (Menchetti et al. 2005,
+§6.1), against hand-worked sentences and slow references written from the
+definitions."""
 import pytest
 from hypothesis import given, settings
 from nltk.tree import Tree
@@ -20,7 +21,7 @@ def flat(tree) -> str:
     return tree.pformat(margin=10 ** 9) if isinstance(tree, Tree) else tree
 
 
-# -- slow references written from SPEC §8's definitions ----------------------
+# -- slow references written from the definitions (Menchetti et al. 2005, §6.1) --
 def reference_prefix(tree: Tree, i: int) -> Tree:
     """T_i: under r_i (lowest common ancestor of the first i preterminals),
     every node dominating one of w_1..w_i."""

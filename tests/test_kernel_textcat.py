@@ -7,6 +7,7 @@ tampered coefficient array, and gives clear errors."""
 import numpy as np
 import pytest
 import spacy
+import srsly
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from spacy.tokens import Doc
@@ -206,6 +207,27 @@ def test_a_model_saved_with_another_kernel_is_refused(trained, tmp_path):
     with pytest.raises(SavedModelError, match="trained with the kernel"):
         other.from_disk(tmp_path / "tc")
 
+
+
+def test_a_refused_load_leaves_the_component_as_it_was(trained):
+    """The saved settings were adopted unchecked and the trained classifier
+    dropped before the model was read: a bad setting was accepted, and a
+    refused model left the component untrained with the save's settings."""
+    saved = srsly.msgpack_loads(trained.get_pipe("kernel_textcat").to_bytes())
+    tc = spacy.blank("en").add_pipe("kernel_textcat", config={"kernel": {"name": "forest+bow", "bow_weight": 0.3}})
+    tc.from_bytes(srsly.msgpack_dumps(saved))
+    before, classifier = dict(tc.cfg), tc.classifier
+    for bad, match in (({"C_grid": [-1.0]}, "C must be a positive"), ({"dev_every": 1}, "dev_every"),
+                       ({"n_threads": 0}, "n_threads")):
+        with pytest.raises(StructPrefError, match=match):
+            tc.from_bytes(srsly.msgpack_dumps({**saved, "cfg": {**saved["cfg"], **bad}}))
+        assert tc.cfg == before and tc.classifier is classifier
+    model = srsly.msgpack_loads(saved["model"])
+    model["sha256"]["coef"] = "0" * 64
+    with pytest.raises(SavedModelError, match="checksum"):
+        tc.from_bytes(srsly.msgpack_dumps({"cfg": {**saved["cfg"], "dev_every": 3},
+                                           "model": srsly.msgpack_dumps(model)}))
+    assert tc.cfg == before and tc.classifier is classifier
 
 def test_clear_errors(trained, parser_nlp):
     with pytest.raises(StructPrefError, match="unknown kernel 'subtree'"):

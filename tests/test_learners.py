@@ -1,6 +1,7 @@
-"""Kernel perceptron over preference sets and the L_r metric (SPEC §5): the
-dual learner against a primal averaged perceptron on explicit vectors, and
-on real attachment sets with tree kernels."""
+"""Kernel perceptron over preference sets and the L_r metric (Menchetti et al.
+2005, §3.1, §5.3 and eq. 8): the dual learner against a primal averaged
+perceptron on explicit vectors, and on real attachment sets with tree
+kernels."""
 import random
 
 import numpy as np

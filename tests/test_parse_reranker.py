@@ -4,6 +4,7 @@ known answer is learned; clear errors; the recursive network's log p input."""
 import numpy as np
 import pytest
 import spacy
+import srsly
 from nltk.tree import Tree
 from spacy.tokens import Doc
 from spacy.training import Example
@@ -113,6 +114,29 @@ def test_clear_errors():
     with pytest.raises(StructPrefError, match="n_folds"):
         spacy.blank("en").add_pipe("parse_reranker", config={"n_folds": 1})
 
+
+
+@pytest.mark.parametrize("saved, match", [
+    ({"cfg": {"k": 0}}, "k must be at least 1"),
+    ({"cfg": {"min_gap": 1.5}}, "min_gap"),
+    ({"cfg": {"k": 7, "beam": 3}}, r"unknown saved setting\(s\) \['beam'\]"),
+    ({"cfg": {"k": 7}, "learner": b"\x93not msgpack"}, "cannot load KernelPerceptron"),
+])
+def test_a_refused_load_leaves_the_cfg_as_it_was(saved, match, tmp_path):
+    """The saved cfg was adopted, then checked (and before the learner was
+    read): a refused save left it behind."""
+    reranker = spacy.blank("en").add_pipe("parse_reranker")
+    before = dict(reranker.cfg)
+    with pytest.raises(StructPrefError, match=match):
+        reranker.from_bytes(srsly.msgpack_dumps({**saved, "cfg": {**reranker.cfg, **saved["cfg"]}}))
+    assert reranker.cfg == before
+    if "learner" not in saved:
+        other = spacy.blank("en").add_pipe("parse_reranker")
+        other.cfg = {**other.cfg, **saved["cfg"]}
+        other.to_disk(tmp_path / "saved")
+        with pytest.raises(StructPrefError, match=match):
+            reranker.from_disk(tmp_path / "saved")
+        assert reranker.cfg == before
 
 def test_default_learner_is_the_attachment_predictors_but_for_the_kernel():
     """Both defaults come from one block; the reranker's once lacked

@@ -1,6 +1,6 @@
-"""The recursive neural network over trees and DAGs (SPEC §5): hand-computed
-values, hash-consed DAG = separate trees, gradients against finite
-differences, set losses, and learning real attachment preferences."""
+"""The recursive neural network over trees and DAGs (Menchetti et al. 2005,
+§4): hand-computed values, hash-consed DAG = separate trees, gradients against
+finite differences, set losses, and learning real attachment preferences."""
 import numpy as np
 import pytest
 from hypothesis import given, settings

@@ -155,15 +155,21 @@ class AttachmentPredictor(TrainablePipe):
         self.cfg = {"reduced": reduced, "specialise": specialise, "beam_width": beam_width,
                     "softmax_scale": softmax_scale, "foot_classes": make_foot_classes(foot_classes).to_dict(),
                     "spans_key": spans_key}
-        self._load_cfg(self.cfg)
+        self._set_cfg(self.cfg)
         self.inventory = None  # the CP inventory: set by initialize or loading
         from ..trees import register_extensions as register_tree_extensions
 
         register_tree_extensions()
 
-    def _load_cfg(self, cfg: dict) -> None:
-        """Check and adopt settings; the learner is rebuilt around the
-        prototype since ``specialise`` decides its shape."""
+    def _set_cfg(self, cfg: dict) -> None:
+        """Check and adopt settings (see :meth:`_checked_cfg`)."""
+        self.cfg, self.foot_class, self.learner = self._checked_cfg(cfg)
+
+    def _checked_cfg(self, cfg: dict) -> tuple:
+        """The settings with those of ``cfg`` in place, checked, with the foot
+        classes and the learner they ask for (rebuilt around the prototype
+        when ``specialise`` changes, since it decides the learner's shape);
+        nothing is set."""
         c = {**self.cfg, **cfg}
         for key in ("reduced", "specialise"):
             if not isinstance(c[key], bool):
@@ -178,12 +184,13 @@ class AttachmentPredictor(TrainablePipe):
             raise StructPrefError(f"{self.name}: spans_key must be a non-empty string, got {c['spans_key']!r}")
         from ..incremental.classes import FootClasses
 
-        self.foot_class = FootClasses(c["foot_classes"])  # checks the map
-        if getattr(self, "learner", None) is None or c["specialise"] != self.cfg["specialise"]:
+        foot_class = FootClasses(c["foot_classes"])  # checks the map
+        learner = self.learner
+        if learner is None or c["specialise"] != self.cfg["specialise"]:
             from ..learners.specialised import SpecialisedLearner
 
-            self.learner = SpecialisedLearner(self.prototype) if c["specialise"] else self.prototype
-        self.cfg = c
+            learner = SpecialisedLearner(self.prototype) if c["specialise"] else self.prototype
+        return c, foot_class, learner
 
     def _symbols(self):
         """The SymbolTable to build candidate DAGs with: a perceptron's kernel's
@@ -212,7 +219,7 @@ class AttachmentPredictor(TrainablePipe):
 
     @beam_width.setter
     def beam_width(self, width: int) -> None:
-        self._load_cfg({"beam_width": width})
+        self._set_cfg({"beam_width": width})
 
     @property
     def softmax_scale(self) -> float:
@@ -220,7 +227,7 @@ class AttachmentPredictor(TrainablePipe):
 
     @softmax_scale.setter
     def softmax_scale(self, scale: float) -> None:
-        self._load_cfg({"softmax_scale": scale})
+        self._set_cfg({"softmax_scale": scale})
 
     # ------------------------------------------------------------- training
     def _gold_trees(self, docs: Iterable[Doc]) -> List:
@@ -441,19 +448,37 @@ class AttachmentPredictor(TrainablePipe):
             getters["learner"] = self.learner.to_bytes
         return getters
 
-    def _set_inventory(self, text: str) -> None:
+    def _loading(self, load_learner: Callable) -> Tuple[Dict[str, Callable], Callable[[], None]]:
+        """Setters of the saved fields that stage what they read, and the
+        function that adopts the staged state once every field has loaded:
+        the cfg checked (:meth:`_checked_cfg`), the inventory parsed, the
+        learner loaded (``load_learner(learner, saved)``) into the one the
+        staged cfg asks for (a learner loads all or nothing). A refused save
+        leaves the component as it was."""
         from ..incremental import CPInventory
 
-        self.inventory = CPInventory.from_json(text)
+        staged = {"cfg": (self.cfg, self.foot_class, self.learner), "inventory": self.inventory}
+
+        def set_cfg(cfg: dict) -> None:
+            staged["cfg"] = self._checked_cfg(cfg)
+
+        def set_inventory(text: str) -> None:
+            staged["inventory"] = CPInventory.from_json(text)
+
+        def adopt() -> None:
+            (self.cfg, self.foot_class, self.learner), self.inventory = staged["cfg"], staged["inventory"]
+
+        return {"cfg": set_cfg, "inventory": set_inventory,
+                "learner": lambda saved: load_learner(staged["cfg"][2], saved)}, adopt
 
     def to_bytes(self, *, exclude=tuple()) -> bytes:
         return util.to_bytes(self._getters(), exclude)
 
     def from_bytes(self, bytes_data: bytes, *, exclude=tuple()) -> "AttachmentPredictor":
-        setters = {"cfg": self._load_cfg, "inventory": self._set_inventory,
-                   "learner": lambda data: self.learner.from_bytes(data)}
+        setters, adopt = self._loading(lambda learner, data: learner.from_bytes(data))
         with load_errors(self.name):
             util.from_bytes(bytes_data, setters, exclude)
+        adopt()
         return self
 
     def to_disk(self, path, *, exclude=tuple()) -> None:
@@ -467,12 +492,14 @@ class AttachmentPredictor(TrainablePipe):
     def from_disk(self, path, *, exclude=tuple()) -> "AttachmentPredictor":
         """Load what ``to_disk`` saved; a field it left out (or ``exclude``
         names) keeps its state, as spaCy's pipes do."""
-        readers = {"cfg.json": lambda p: self._load_cfg(srsly.read_json(p)),
-                   "inventory.json": lambda p: self._set_inventory(p.read_text(encoding="utf8")),
-                   "learner": lambda p: self.learner.from_disk(p)}
+        setters, adopt = self._loading(lambda learner, p: learner.from_disk(p))
+        readers = {"cfg.json": lambda p: setters["cfg"](srsly.read_json(p)),
+                   "inventory.json": lambda p: setters["inventory"](p.read_text(encoding="utf8")),
+                   "learner": setters["learner"]}
         path = check_saved(path, FACTORY)
         with load_errors(f"{self.name} from {path}"):
             util.from_disk(path, {name: _if_exists(read) for name, read in readers.items()}, exclude)
+        adopt()
         return self
 
 

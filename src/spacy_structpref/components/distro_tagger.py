@@ -24,13 +24,14 @@ from itertools import islice
 from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
 import numpy
+import srsly
 from spacy.language import Language
 from spacy.pipeline import TrainablePipe
 from spacy.tokens import Doc
 from spacy.training import Example, validate_examples, validate_get_examples
 from thinc.api import Config, Model, set_dropout_rate
 
-from ..errors import TaggerError
+from ..errors import SavedModelError, TaggerError
 from ..saving import atomic_directory, check_saved, load_errors
 
 # Registers the architectures named in the default config (pure Python; the
@@ -263,35 +264,77 @@ class DistroTaggerComponent(TrainablePipe):
             super().to_disk(tmp, exclude=exclude)
 
     def from_disk(self, path, *, exclude=tuple()) -> "DistroTaggerComponent":
+        """Load what ``to_disk`` saved (the fields of spaCy's
+        ``TrainablePipe.from_disk``: cfg, vocab, model)."""
         path = check_saved(path, self.saved_as)
         with load_errors(f"{self.name} from {path}"):
-            super().from_disk(path, exclude=exclude)
-        self._loaded()
+            cfg = srsly.read_json(path / "cfg") if "cfg" not in exclude and (path / "cfg").exists() else {}
+            model = (path / "model").read_bytes() if "model" not in exclude else None
+            self._load(cfg, model, None if "vocab" in exclude
+                       else lambda: self.vocab.from_disk(path / "vocab", exclude=exclude))
         return self
 
     def from_bytes(self, bytes_data: bytes, *, exclude=tuple()) -> "DistroTaggerComponent":
+        """Load what ``to_bytes`` saved (see :meth:`from_disk`)."""
         with load_errors(self.name):
-            super().from_bytes(bytes_data, exclude=exclude)
-        self._loaded()
+            msg = {key: value for key, value in srsly.msgpack_loads(bytes_data).items() if key not in exclude}
+            self._load(srsly.json_loads(msg["cfg"]) if "cfg" in msg else {}, msg.get("model"),
+                       (lambda: self.vocab.from_bytes(msg["vocab"], exclude=exclude)) if "vocab" in msg else None)
         return self
 
-    def _loaded(self) -> None:
-        """Check what was loaded and rebuild the tag dictionary from ``cfg``."""
-        self._check_labels()
-        self._tag_dict = None
-        if self.cfg.get("tag_dictionary") is not None:
+    def _load(self, saved_cfg: dict, model_bytes: Optional[bytes], load_vocab: Optional[Callable]) -> None:
+        """Check everything before setting anything, so that a refused save
+        leaves the component as it was: the saved cfg merged into a copy of
+        ``cfg``, the saved model against this one (:meth:`_saved_n_out`), the
+        labels against the label count the model will have, the tag
+        dictionary rebuilt; then the model and the vocab (``load_vocab``)
+        loaded and the cfg adopted. A field left out (None, or ``{}`` for the
+        cfg) keeps its state. The model loads in place (a copy would lose the
+        links of a tok2vec listener)."""
+        cfg = {**self.cfg, **saved_cfg}
+        n_out = self._n_out() if model_bytes is None else self._saved_n_out(srsly.msgpack_loads(model_bytes))
+        self._check_labels(cfg["labels"], n_out)
+        tag_dict = None
+        if cfg.get("tag_dictionary") is not None:
             with load_errors(f"{self.name}'s tag dictionary"):
-                self._tag_dict = TagDictionary(len(self.labels), self.cfg["tag_dictionary"])
+                tag_dict = TagDictionary(len(cfg["labels"]), cfg["tag_dictionary"])
+        if model_bytes is not None:
+            self.model.from_bytes(model_bytes)
+        if load_vocab is not None:
+            load_vocab()
+        self.cfg, self._tag_dict = cfg, tag_dict
 
-    def _check_labels(self) -> None:
-        """The labels (saved in ``cfg``) and the model's label matrix agree: a
-        lost ``cfg``, or one from another model, is refused."""
-        labels = self.cfg["labels"]
+    def _n_out(self) -> Optional[int]:
+        """The number of labels the model scores (None before initialize)."""
+        return self.model.get_dim("nO") if self.model.has_dim("nO") else None
+
+    def _saved_n_out(self, msg: dict) -> Optional[int]:
+        """The model's label count once thinc's message ``msg`` is loaded
+        into it, after the checks thinc makes node by node as it loads (the
+        same structure, no set dimension changed), made here before anything
+        changes."""
+        nodes = list(self.model.walk())
+        if len(msg["nodes"]) != len(nodes):
+            raise SavedModelError(f"{self.name}: the saved model has {len(msg['nodes'])} layers, this one "
+                                  f"{len(nodes)}: it was saved from another architecture")
+        for node, info in zip(nodes, msg["nodes"]):
+            for dim, value in info["dims"].items():
+                known = node.has_dim(dim)  # True: set, None: not yet set, False: no such dimension
+                if value is not None and (known is False or (known and node.get_dim(dim) != value)):
+                    raise SavedModelError(f"{self.name}: the saved model's layer {node.name} has {dim} = {value}, "
+                                          f"this one {node.get_dim(dim) if known else 'no ' + dim}")
+        saved = msg["nodes"][0]["dims"].get("nO")
+        return self._n_out() if saved is None else saved
+
+    def _check_labels(self, labels: list, n_out: Optional[int]) -> None:
+        """The labels (saved in ``cfg``) and the model's label matrix (its
+        ``n_out`` columns) agree: a lost ``cfg``, or one from another model,
+        is refused."""
         if not all(isinstance(label, str) for label in labels) or len(set(labels)) != len(labels):
             raise TaggerError(f"{self.name}: the saved labels must be distinct strings, got {labels!r}")
-        if self.model.has_dim("nO") and self.model.get_dim("nO") != len(labels):
+        if n_out is not None and n_out != len(labels):
             raise TaggerError(f"{self.name} has {len(labels)} labels but its model scores "
-                              f"{self.model.get_dim('nO')}: the saved cfg (which lists the labels) is missing "
+                              f"{n_out}: the saved cfg (which lists the labels) is missing "
                               "or belongs to another model; save the trained tagger again")
 
     def _require_initialized(self) -> None:
@@ -299,7 +342,7 @@ class DistroTaggerComponent(TrainablePipe):
                 and all(node.has_param(name) for node in self.model.walk() for name in node.param_names)):
             raise TaggerError(f"{self.name} is not initialized: call nlp.initialize() with tagged examples, "
                               "or load a trained pipeline")
-        self._check_labels()
+        self._check_labels(self.cfg["labels"], self._n_out())
 
     # -- the label space ------------------------------------------------------
     @property

@@ -62,31 +62,38 @@ class KernelTextCategorizer(Pipe):
 
     def __init__(self, vocab, kernel, name: str = "kernel_textcat", *, C_grid: Iterable[float] = (1.0,),
                  dev_every: int = 10, n_threads: int = 2, scorer: Optional[Callable] = None):
-        from ..classification.svm import check_C, dev_mask
-
         for attr in ("items", "prepare", "gram", "settings", "encode", "decode"):
             if not callable(getattr(kernel, attr, None)):
                 raise StructPrefError(f"{name}: the kernel must be a Doc kernel (e.g. "
                                       f"spacy_structpref.NamedDocKernel.v1), got a {type(kernel).__name__}")
-        C_grid = [check_C(c) for c in C_grid]
-        if not C_grid:
-            raise StructPrefError(f"{name}: C_grid is empty")
-        dev_mask(0, dev_every)  # checks it
-        if not isinstance(n_threads, int) or n_threads < 1:
-            raise StructPrefError(f"{name}: n_threads must be an integer of at least 1, got {n_threads!r}")
         self.vocab, self.name, self.kernel, self.scorer = vocab, name, kernel, scorer
-        self.cfg = {"C_grid": C_grid, "dev_every": dev_every, "n_threads": n_threads}
+        self.cfg = self._checked_cfg({"C_grid": C_grid, "dev_every": dev_every, "n_threads": n_threads})
         self._classifier = None
         from ..trees import register_extensions
         register_extensions()
 
+    def _checked_cfg(self, cfg: dict) -> dict:
+        """``cfg`` (C_grid, dev_every, n_threads) checked, C_grid as floats."""
+        from ..classification.svm import check_C, dev_mask
+
+        C_grid = [check_C(c) for c in cfg["C_grid"]]
+        if not C_grid:
+            raise StructPrefError(f"{self.name}: C_grid is empty")
+        dev_mask(0, cfg["dev_every"])  # checks it
+        n_threads = cfg["n_threads"]
+        if not isinstance(n_threads, int) or n_threads < 1:
+            raise StructPrefError(f"{self.name}: n_threads must be an integer of at least 1, got {n_threads!r}")
+        return {**cfg, "C_grid": C_grid}
+
+    def _new_classifier(self, cfg: dict):
+        from ..classification.classifier import KernelClassifier
+
+        return KernelClassifier(self.kernel, cfg["C_grid"], cfg["dev_every"], cfg["n_threads"])
+
     @property
     def classifier(self):
         if self._classifier is None:
-            from ..classification.classifier import KernelClassifier
-
-            self._classifier = KernelClassifier(self.kernel, self.cfg["C_grid"], self.cfg["dev_every"],
-                                                self.cfg["n_threads"])
+            self._classifier = self._new_classifier(self.cfg)
         return self._classifier
 
     @property
@@ -190,9 +197,8 @@ class KernelTextCategorizer(Pipe):
     def from_bytes(self, bytes_data: bytes, *, exclude=tuple()) -> "KernelTextCategorizer":
         with load_errors(self.name):
             state = srsly.msgpack_loads(bytes_data)
-            self._set_cfg(state["cfg"])
-            if "model" in state and "model" not in exclude:
-                self.classifier.from_bytes(state["model"])
+            has_model = "model" in state and "model" not in exclude
+            self._load(state["cfg"], (lambda classifier: classifier.from_bytes(state["model"])) if has_model else None)
         return self
 
     def to_disk(self, path, *, exclude=tuple()) -> None:
@@ -205,13 +211,21 @@ class KernelTextCategorizer(Pipe):
     def from_disk(self, path, *, exclude=tuple()) -> "KernelTextCategorizer":
         path = check_saved(path, "kernel_textcat")
         with load_errors(f"{self.name} from {path}"):
-            self._set_cfg(srsly.read_json(path / "cfg.json"))
-            if "model" not in exclude and (path / "model").is_dir():
-                self.classifier.from_disk(path / "model")
+            has_model = "model" not in exclude and (path / "model").is_dir()
+            self._load(srsly.read_json(path / "cfg.json"),
+                       (lambda classifier: classifier.from_disk(path / "model")) if has_model else None)
         return self
 
-    def _set_cfg(self, cfg: dict) -> None:
-        if set(cfg) != set(self.cfg):
-            raise SavedModelError(f"{self.name}: the saved settings {sorted(cfg)} are not {sorted(self.cfg)}")
-        self.cfg.update(cfg)
-        self._classifier = None
+    def _load(self, saved_cfg: dict, load_model: Optional[Callable]) -> None:
+        """Check the saved settings, build the classifier they describe,
+        ``load_model`` into it (None: the save has no model, the component is
+        then untrained), and only then adopt both: a refused save leaves the
+        component as it was."""
+        if set(saved_cfg) != set(self.cfg):
+            raise SavedModelError(f"{self.name}: the saved settings {sorted(saved_cfg)} are not "
+                                  f"{sorted(self.cfg)}")
+        cfg = self._checked_cfg(saved_cfg)
+        classifier = self._new_classifier(cfg)
+        if load_model is not None:
+            load_model(classifier)
+        self.cfg, self._classifier = cfg, classifier

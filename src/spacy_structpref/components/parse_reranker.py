@@ -91,7 +91,7 @@ class ParseReranker(Pipe):
         self.vocab, self.name, self.learner, self.scorer = vocab, name, learner, scorer
         self.cfg = {"k": k, "n_folds": n_folds, "n_jobs": n_jobs, "min_gap": min_gap, "set_tags": set_tags,
                     "spans_key": spans_key}
-        self._check_cfg()
+        self._check_cfg(self.cfg)
         self._lists: Optional[dict] = None  # words -> jackknifed RerankItem, from initialize
         self._ready = False  # the learner was initialized or loaded
         self._warned = False  # about examples without a list
@@ -99,8 +99,7 @@ class ParseReranker(Pipe):
         register_extensions()
         register_rerank_extension()
 
-    def _check_cfg(self) -> None:
-        c = self.cfg
+    def _check_cfg(self, c: dict) -> None:
         if c["k"] < 1:
             raise StructPrefError(f"{self.name}: k must be at least 1, got {c['k']}")
         if c["n_folds"] < 2:
@@ -283,11 +282,11 @@ class ParseReranker(Pipe):
 
     def from_bytes(self, bytes_data: bytes, *, exclude=tuple()) -> "ParseReranker":
         state = srsly.msgpack_loads(bytes_data)
-        if "cfg" in state and "cfg" not in exclude:
-            self._set_cfg(state["cfg"])
+        cfg = self._saved_cfg(state["cfg"]) if "cfg" in state and "cfg" not in exclude else self.cfg
         if state.get("learner") is not None and "learner" not in exclude:
             self.learner.from_bytes(state["learner"])
             self._ready = True
+        self.cfg = cfg
         return self
 
     def to_disk(self, path, *, exclude=tuple()) -> None:
@@ -299,16 +298,23 @@ class ParseReranker(Pipe):
 
     def from_disk(self, path, *, exclude=tuple()) -> "ParseReranker":
         path = check_saved(path, "parse_reranker")
+        cfg = self.cfg
         if "cfg" not in exclude and (path / "cfg.json").exists():
-            self._set_cfg(srsly.read_json(path / "cfg.json"))
+            cfg = self._saved_cfg(srsly.read_json(path / "cfg.json"))
         if "learner" not in exclude and (path / "learner").exists():
             self.learner.from_disk(path / "learner")
             self._ready = True
+        self.cfg = cfg
         return self
 
-    def _set_cfg(self, cfg: dict) -> None:
-        unknown = set(cfg) - set(SETTINGS)
+    def _saved_cfg(self, saved: dict) -> dict:
+        """The settings with those of ``saved`` in place, checked; the
+        loaders adopt them only once the learner has loaded too, so a refused
+        save (its cfg or its learner) leaves the component as it was (the
+        learners load all or nothing)."""
+        unknown = set(saved) - set(SETTINGS)
         if unknown:
             raise StructPrefError(f"{self.name}: unknown saved setting(s) {sorted(unknown)}")
-        self.cfg.update(cfg)
-        self._check_cfg()
+        cfg = {**self.cfg, **saved}
+        self._check_cfg(cfg)
+        return cfg

@@ -1,4 +1,4 @@
-"""Preference sets for first-pass attachment (SPEC §8).
+"""Preference sets for first-pass attachment (Menchetti et al. 2005, §6.1).
 
 The CP inventory is read off training trees. For each word from the second
 on, the candidates are every inventory type whose foot is the word's tag,

@@ -1,5 +1,5 @@
-"""Incremental trees and connection paths (SPEC §8, after Lombardo & Sturt's
-dynamic grammar).
+"""Incremental trees and connection paths (Menchetti et al. 2005, §6.1,
+after Lombardo & Sturt's dynamic grammar).
 
 A sentence is read left to right keeping one connected tree. ``T_i`` is the
 part of the gold tree under ``r_i`` (the lowest common ancestor of the

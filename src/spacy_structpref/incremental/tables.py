@@ -1,5 +1,5 @@
 """The first-pass attachment experiments of Menchetti et al. (2005, §6.3)
-on the PTB sample, in the form of their tables (SPEC §8):
+on the PTB sample, in the form of their tables:
 
 - **Table 1**: the error ``L_1`` (%, eq. 8) of the kernel voted perceptron
   (VP) and the recursive neural network (RNN), reduced trees, one learner
@@ -11,9 +11,9 @@ on the PTB sample, in the form of their tables (SPEC §8):
 - **Table 4**: the same subsets, a VP with a *linear* kernel on the trained
   RNN's root-state vectors ``u(root(x))`` (eq. 6) beside the tree-kernel VP;
 - **Table 5**: pairwise vs setwise training (the losses of eqs. 13 and 10;
-  our VP has a setwise form too, SPEC §9) × pairwise vs setwise evaluation
-  (the pairwise error of eq. 14, ``L_1`` = eq. 15), mean ± std over the
-  subsets.
+  our VP has a setwise form too, an extension of this package) × pairwise
+  vs setwise evaluation (the pairwise error of eq. 14, ``L_1`` = eq. 15),
+  mean ± std over the subsets.
 
 Training sentences are the first ones of the train split (nested sizes),
 the subsets consecutive blocks of it (the paper drew them at random from

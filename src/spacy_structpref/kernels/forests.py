@@ -1,7 +1,7 @@
 """Packed-forest kernel (Zhang et al. 2010) in scaled form.
 
 With the node posterior μ(v) = α(v)β(v)/β(root) and q(e) = P(e)Πβ(tails)/β(head),
-the spec's Δ' divided by α(v1)α(v2)β(v1)β(v2) is
+Zhang et al.'s Δ' (their eqs. 8–9) divided by α(v1)α(v2)β(v1)β(v2) is
 
     D(v1, v2) = λ Σ_{rule(e1) = rule(e2)} q(e1) q(e2) Π_j (1 + D(t_j(e1), t_j(e2)))
 

@@ -1,5 +1,5 @@
-"""Preference learning (SPEC §5): learner kernels, the kernel voted
-perceptron and the recursive neural network over preference sets, one
+"""Preference learning (Menchetti et al. 2005, §5): learner kernels, the kernel
+voted perceptron and the recursive neural network over preference sets, one
 learner per class of sets (specialisation), and the ``L_r`` metric.
 
 The names below load on first use: the ``spacy_misc`` entry points name the

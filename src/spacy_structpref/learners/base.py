@@ -2,6 +2,7 @@
 the sets that can teach, prediction from per-set utilities, and saving
 (``to_bytes``/``from_bytes``/``to_disk``/``from_disk`` with ``exclude``, as
 spaCy components save)."""
+import copy
 from abc import ABC, abstractmethod
 from collections.abc import Sequence as SequenceABC
 from contextlib import contextmanager
@@ -152,18 +153,29 @@ class PreferenceLearner(ABC):
     # -- saving ---------------------------------------------------------------
     @abstractmethod
     def _parts(self) -> Parts:
-        """The parts of the learner's state, in loading order."""
+        """The parts of the learner's state, in loading order. A part's
+        setter checks what it reads and replaces attributes, never changes
+        their objects in place: loading runs the setters on a shallow copy of
+        the learner (see :meth:`_load`)."""
 
     def to_bytes(self, *, exclude: Iterable[str] = tuple()) -> bytes:
         """The parts not in ``exclude``, as one msgpack message (training is finished first)."""
         self.finish_training()
         return util.to_bytes({name: get for name, (get, _) in self._parts().items()}, exclude)
 
+    def _load(self, load: Callable[[Dict[str, Callable[[Any], None]]], None]) -> "PreferenceLearner":
+        """``load(setters)`` into a shallow copy of the learner, adopted once
+        every part has loaded: a refused save (a later part, say) leaves the
+        learner as it was."""
+        staged = copy.copy(self)
+        load({name: put for name, (_, put) in staged._parts().items()})
+        vars(self).update(vars(staged))
+        return self
+
     def from_bytes(self, bytes_data: bytes, *, exclude: Iterable[str] = tuple()) -> "PreferenceLearner":
         """Load what ``to_bytes`` saved (parts it left out keep their state)."""
         with load_errors(type(self).__name__):
-            util.from_bytes(bytes_data, {name: put for name, (_, put) in self._parts().items()}, exclude)
-        return self
+            return self._load(lambda setters: util.from_bytes(bytes_data, setters, exclude))
 
     def to_disk(self, path, *, exclude: Iterable[str] = tuple()) -> None:
         """Save atomically, one msgpack file per part, with a marker naming the
@@ -176,11 +188,10 @@ class PreferenceLearner(ABC):
 
     def from_disk(self, path, *, exclude: Iterable[str] = tuple()) -> "PreferenceLearner":
         """Load what ``to_disk`` saved (parts it left out keep their state)."""
-        readers = {f"{name}.msgpack": _reader(put) for name, (_, put) in self._parts().items()}
         path = check_saved(path, type(self).__name__)
         with load_errors(f"{type(self).__name__} from {path}"):
-            util.from_disk(path, readers, exclude)
-        return self
+            return self._load(lambda setters: util.from_disk(
+                path, {f"{name}.msgpack": _reader(put) for name, put in setters.items()}, exclude))
 
 
 def _reader(put: Callable[[Any], None]) -> Callable[[Path], None]:

@@ -1,5 +1,6 @@
-"""The preference-learning metric of SPEC §5: ``L_r`` is the fraction of sets
-whose best element is not ranked in the top ``r`` (``L_1``: the error rate)."""
+"""The preference-learning metric of Menchetti et al. (2005), eq. 8: ``L_r``
+is the fraction of sets whose best element is not ranked in the top ``r``
+(``L_1``: the error rate)."""
 from typing import Dict, Iterable, Optional, Sequence
 
 import numpy as np

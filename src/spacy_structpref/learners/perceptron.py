@@ -1,5 +1,6 @@
-"""The kernel voted perceptron for preference sets (Freund & Schapire; SPEC §5),
-in dual form.
+"""The kernel voted perceptron for preference sets (Freund & Schapire 1999;
+Menchetti et al. 2005, §3.1 and §5.3), in dual form; its setwise form is an
+extension of this package.
 
 Each update adds a support pair ``(x_best, x_wrong)``; the utility is
 ``U(x) = Σ_s c_s [K(x_best_s, x) − K(x_wrong_s, x)]``, its raw value (no sign),

@@ -1,11 +1,11 @@
-"""Preference learning with the recursive neural network (SPEC §5): a
-:func:`~..models.recursive.RecursiveNet` scores every candidate tree; the
-setwise loss is the softmax cross-entropy over each set,
-``−log e^{U(x_y)} / Σ_j e^{U(x_j)}``, the pairwise loss the logistic loss of
-every (best, wrong) pair, ``log(1 + e^{U(x_j) − U(x_y)})``. Each set is
-hash-consed into a label DAG once, before the first epoch (shared subtrees
-are computed once), and a minibatch concatenates its sets' DAGs. Sets may be
-lists of nltk Trees or :class:`~..trees.TreeSetDAG` sets (e.g.
+"""Preference learning with the recursive neural network (Menchetti et al.
+2005, §4 and §5.2): a :func:`~..models.recursive.RecursiveNet` scores every
+candidate tree; the setwise loss is the softmax cross-entropy over each set
+(their eq. 10), ``−log e^{U(x_y)} / Σ_j e^{U(x_j)}``, the pairwise loss the
+logistic loss of every (best, wrong) pair, ``log(1 + e^{U(x_j) − U(x_y)})``.
+Each set is hash-consed into a label DAG once, before the first epoch (shared
+subtrees are computed once), and a minibatch concatenates its sets' DAGs.
+Sets may be lists of nltk Trees or :class:`~..trees.TreeSetDAG` sets (e.g.
 ``PreferenceSet.dag``), which skips building trees altogether.
 
 ``update`` takes one gradient step per call (the caller's minibatch, as in
@@ -114,9 +114,12 @@ class RecursiveNetLearner(PreferenceLearner):
 
     def _new_model(self) -> None:
         self._best = None
-        self.model = RecursiveNet(self.width, self.max_children, len(self.vocab) + 2,
-                                  seed=self.seed, log_p_input=self.log_p_input,
-                                  log_p_a=self.log_p_a, log_p_b=self.log_p_b).initialize()
+        self.model = self._network()
+
+    def _network(self) -> Model:
+        """A freshly initialized network of this learner's shape and label vocabulary."""
+        return RecursiveNet(self.width, self.max_children, len(self.vocab) + 2, seed=self.seed,
+                            log_p_input=self.log_p_input, log_p_a=self.log_p_a, log_p_b=self.log_p_b).initialize()
 
     def _trained(self, why: str) -> Model:
         if self.model is None:
@@ -320,16 +323,17 @@ class RecursiveNetLearner(PreferenceLearner):
             return model.to_bytes()
 
     def _set_weights(self, data: bytes) -> None:
-        """The weights, which must have the shapes of the network the saved cfg built."""
-        model = self._trained("load its cfg (the label vocabulary) with the weights")
-        self._best = None  # the loaded weights are the ones to predict with
+        """The weights, which must have the shapes of the network the saved
+        cfg built; loaded into a new network, adopted when they fit."""
+        self._trained("load its cfg (the label vocabulary) with the weights")
+        model = self._network()
         before = _param_shapes(model)
         model.from_bytes(data)
         after = _param_shapes(model)
         if after != before:
-            self._new_model()  # not left holding weights of the wrong shapes
             raise SavedModelError(f"the saved weights have the shapes {after}, the network its cfg describes "
                                   f"{before}: the cfg and the weights come from different saves")
+        self.model, self._best = model, None  # the loaded weights are the ones to predict with
 
 
 def _param_shapes(model: Model) -> list:

@@ -1,4 +1,4 @@
-"""Specialisation (SPEC §8): one learner per class of preference sets, e.g.
+"""Specialisation (Menchetti et al. 2005, §6.1.1): one learner per class of preference sets, e.g.
 one first-pass attachment predictor per foot class of the incoming word
 (``incremental.foot_class``). Each set goes to its class's learner, for
 training and for prediction; every class's learner is a ``clone()`` of one

@@ -1,5 +1,5 @@
 """``spacy_structpref.RecursiveNet.v1``: a recursive neural network over
-labelled ordered trees and DAGs (SPEC §5).
+labelled ordered trees and DAGs (Menchetti et al. 2005, §4, eqs. 5–6).
 
     u(v) = tanh(ω_0 + Ω z(label(v)) + Σ_{k ≤ K} W_k u(c_k(v))),   U(x) = oᵀ u(root(x))
 

@@ -1,4 +1,5 @@
-"""The forest-kernel scorer (Zhang et al. 2010), tempered (SPEC §9).
+"""The forest-kernel scorer (Zhang et al. 2010), tempered: hyperedge
+probabilities raised to a power α, an extension of this package.
 
 Each candidate tree t of a sentence stands for the packed sub-forest of the
 sentence's pruned forest that holds the trees bracket-compatible with t
