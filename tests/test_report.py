@@ -269,3 +269,13 @@ def test_long_tree_text_as_the_browser_draws_it(tmp_path):
     assert len(words) == 33
     inked = sum(right - left for left, right in words)
     assert inked >= 0.7 * verdict["width"], (inked, verdict["width"])
+
+
+def test_per_run_figures_are_one_cell():
+    """A dict of figures with per-run lists (CPU seconds of 3 runs) is one
+    table row, each list a cell, not a JSON dump."""
+    from spacy_structpref.cli.report import generic_html
+
+    html = generic_html({"parse": {"speedup": 1.97, "cpu_s": [236.2, 255.4, 242.4], "same": True}})
+    assert "<pre>" not in html and "<caption>parse</caption>" in html
+    assert "<td>236.2 / 255.4 / 242.4</td>" in html and "1.97" in html

@@ -198,6 +198,13 @@ def _rows_table(rows: List[Tuple[str, dict]], caption: str, first: str = "") -> 
                     if left_out else "")
 
 
+def _scalar_or_scalars(value) -> bool:
+    """A scalar, or a list of scalars (one table cell: per-run figures such as CPU seconds)."""
+    if isinstance(value, list):
+        return not any(isinstance(v, (dict, list)) for v in value)
+    return not isinstance(value, dict)
+
+
 def generic_html(data, title: str = "") -> str:
     """A metrics file of no known form: its scalars as one table, each list
     of rows (dicts) and each dict of rows as a table (nested figures as
@@ -214,8 +221,9 @@ def generic_html(data, title: str = "") -> str:
             out.append(_rows_table([("", r) for r in value], key, first=None))
         elif isinstance(value, dict) and value and all(isinstance(v, dict) for v in value.values()):
             out.append(_rows_table(list(value.items()), key))
-        elif isinstance(value, dict) and value and not any(isinstance(v, (dict, list)) for v in value.values()):
-            out.append(html_table(tuple(value), [tuple(value.values())], caption=key))
+        elif isinstance(value, dict) and value and all(_scalar_or_scalars(v) for v in value.values()):
+            cells = [" / ".join(_cell(x)[0] for x in v) if isinstance(v, list) else v for v in value.values()]
+            out.append(html_table(tuple(value), [tuple(cells)], caption=key))
         elif isinstance(value, list) and value and not any(isinstance(v, (dict, list)) for v in value):
             out.append(f"<h4>{_e(key)}</h4>" + _pre("\n".join(str(v) for v in value)))
         elif isinstance(value, (dict, list)):
@@ -270,7 +278,7 @@ def _reranker_html(path: Path, data: dict, project: Project) -> str:
 
     rows = read_rows(path)
     gains = format_gains(rows) if any(r["name"] == "PCFG 1-best" for r in rows) else ""
-    return (f"<h3>{_e(path.name)}</h3>" + _blocks_html(rows)
+    return (f"<h3>{_e(project.key(path))}</h3>" + _blocks_html(rows)
             + (f"<p>F1 gain (≤ 40 words) over the PCFG 1-best:</p>{_pre(gains)}" if gains else "")
             + project.made_by([path]))
 
@@ -279,7 +287,7 @@ def _curve_html(path: Path, data: dict, project: Project) -> str:
     from .learning_curve import table_rows
 
     header, rows = table_rows(data["summary"])
-    return (f"<h3>{_e(path.name)}</h3>"
+    return (f"<h3>{_e(project.key(path))}</h3>"
             + html_table(header, rows, caption=f"test {data['metric']} (× 100), mean ± std over seeds")
             + project.made_by([path]))
 
@@ -287,7 +295,7 @@ def _curve_html(path: Path, data: dict, project: Project) -> str:
 def _attachment_html(path: Path, data: dict, project: Project) -> str:
     from ..incremental.tables import format_tables
 
-    return f"<h3>{_e(path.name)}</h3>" + _pre(format_tables(data)) + project.made_by([path])
+    return f"<h3>{_e(project.key(path))}</h3>" + _pre(format_tables(data)) + project.made_by([path])
 
 
 def _generic_file_html(path: Path, data, project: Project) -> str:
