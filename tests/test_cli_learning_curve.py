@@ -143,19 +143,20 @@ def test_runs_go_seed_by_seed_largest_first():
     assert [seed for _, _, seed in order[6:]] == [1] * 6 and len(set(order)) == 12
 
 
-def test_running_runs_count_at_the_finished_runs_rate():
-    """Two runs start together; when the first ends, the second has probably
-    done as much per second as the first did (capped at its size)."""
+def test_running_runs_count_half_at_the_finished_runs_rate():
+    """Two runs start together; when the first ends, the second counts for
+    half of what it would have done at the first one's rate (half its size
+    at most)."""
     progress = TokenProgress({"a": 1000, "b": 1000, "c": 4000})
     assert progress.count(5.0) == 0  # no rate before a run ends
     progress.start("a", 0.0)
     progress.start("b", 0.0)
     progress.finish("a", 10.0)  # 100 tokens per second of one run
-    assert progress.count(10.0) == 1000 + 1000  # b: min(1000, 10 s × 100)
+    assert progress.count(10.0) == 1000 + 1000 / 2  # b: min(1000, 10 s × 100) / 2
     progress.finish("b", 30.0)  # 2000 tokens in 40 run-seconds: 50 a second
     progress.start("c", 30.0)
-    assert progress.count(40.0) == pytest.approx(2000 + 10 * 50)
-    assert progress.count(1000.0) == 2000 + 4000  # never more than the run's size
+    assert progress.count(40.0) == pytest.approx(2000 + 10 * 50 / 2)
+    assert progress.count(1000.0) == 2000 + 4000 / 2  # never more than half the running run
 
 
 def test_bar_shows_running_runs_before_they_end(tmp_path, capsys):
