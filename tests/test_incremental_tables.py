@@ -170,3 +170,27 @@ def test_picture_commands(tmp_path, rnn_config):
     result = runner.invoke(app, ["attachment-pca", "ptb:dev", "3", str(tmp_path / "x.gif"), "--config",
                                  str(rnn_config), *common])
     assert result.exit_code == 1 and ".png or .svg" in result.output
+
+
+def test_random_sampling_nests_sizes_and_keeps_subsets_disjoint(rnn_config):
+    """As the paper drew its training data: a seeded permutation of train;
+    sizes are its prefixes (nested), subsets its blocks (disjoint); "first"
+    keeps corpus order."""
+    from spacy_structpref.incremental.tables import AttachmentExperiments
+
+    def experiments(**kwargs):
+        return AttachmentExperiments(CONFIGS / "vp.cfg", rnn_config, eval_sentences=1, validation_sentences=1,
+                                     **kwargs)
+
+    random, again, other = experiments(), experiments(), experiments(sample_seed=1)
+    assert sorted(random.order) == list(range(len(random.train))) and random.order == again.order
+    assert random.order != other.order and random.order[:10] != list(range(10))
+    first = experiments(sampling="first")
+    assert first.order == list(range(len(first.train)))
+    a, b = random.training_sets(0, 3), random.training_sets(3, 6)
+    expected = [s for i in random.order[:3] for s in preference_sets(random.train[i], random.inventory)]
+    assert [(s.token, s.gold) for s in a] == [(s.token, s.gold) for s in expected]
+    assert {id(t) for t in (random.train[i] for i in random.order[:3])}.isdisjoint(
+        {id(t) for t in (random.train[i] for i in random.order[3:6])}) and b
+    with pytest.raises(StructPrefError, match="sampling is one of"):
+        experiments(sampling="shuffled")

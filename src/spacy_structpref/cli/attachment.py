@@ -36,6 +36,11 @@ def attachment_tables_cli(
                                              help="The first N dev sentences, on whose preference sets the RNN "
                                                   "stops early (0: none; a dev evaluation skips them)"),
     learners: str = typer.Option("vp,rnn", "--learners", help="Which learners to train (vp, rnn; Table 4 needs both)"),
+    sampling: str = typer.Option("random", "--sampling",
+                                 help="Training sentences at random from train, as the paper drew them (random: "
+                                      "a permutation seeded --sample-seed; sizes nested, subsets disjoint), or "
+                                      "in corpus order (first)"),
+    sample_seed: int = typer.Option(0, "--sample-seed", help="Seed of the random sampling order"),
     max_steps: int = typer.Option(0, "--max-steps", help="A smoke run: cap every training size, the subset "
                                                          "size and the evaluation at N sentences, the subsets at "
                                                          f"{SMOKE_SUBSETS} and the RNN epochs at {SMOKE_EPOCHS} "
@@ -64,7 +69,8 @@ def attachment_tables_cli(
         validation_sentences = min(validation_sentences, max_steps)
     experiments = AttachmentExperiments(vp_config, rnn_config, split=split, eval_sentences=eval_sentences or None,
                                         rnn_epochs=rnn_epochs or None, validation_sentences=validation_sentences,
-                                        learners=[x.strip() for x in learners.split(",") if x.strip()], log=_log)
+                                        learners=[x.strip() for x in learners.split(",") if x.strip()],
+                                        sampling=sampling, sample_seed=sample_seed, log=_log)
     output.parent.mkdir(parents=True, exist_ok=True)
     result = experiments.run(chosen, size_list, subsets, subset_size, save=lambda part: srsly.write_json(output, part))
     typer.echo(format_tables(result))

@@ -15,9 +15,11 @@ on the PTB sample, in the form of their tables:
   vs setwise evaluation (the pairwise error of eq. 14, ``L_1`` = eq. 15),
   mean ± std over the subsets.
 
-Training sentences are the first ones of the train split (nested sizes),
-the subsets consecutive blocks of it (the paper drew them at random from
-WSJ sections 2–21); the CP inventory is read off the whole train split;
+Training sentences are drawn as the paper drew them, at random from the
+train split (``sampling="random"``: one seeded permutation of it; Table 1's
+sizes are its first N sentences, so nested, and the subsets its consecutive
+blocks, so disjoint); ``sampling="first"`` takes the train split in corpus
+order instead (sentences of the same articles together); the CP inventory is read off the whole train split;
 evaluation is on every preference set of the test split (or its first
 sentences). The RNN stops early as the paper's did: each epoch's weights are
 scored by ``L_1`` on the preference sets of the first ``validation_sentences``
@@ -50,6 +52,7 @@ CLASS_HEADS = {"Nouns": "Noun", "Verbs": "Verb", "Prepositions": "Prep.", "Artic
                "Punctuation": "Punc.", "Adjectives": "Adjec.", "Adverbs": "Adverb", "Conjunctions": "Conj.",
                "Possessives": "Poss.", "Others": "Other"}
 LEARNERS = ("vp", "rnn")
+SAMPLINGS = ("random", "first")  # the order training sentences are taken in
 NAMES = {"vp": "VP", "rnn": "RNN"}
 LOSS_CODE = {"pairwise": "P", "setwise": "S"}
 # Menchetti et al. (2005), WSJ: the figures beside which ours are printed
@@ -173,11 +176,14 @@ class AttachmentExperiments:
     the RNN config's epochs (short runs); ``validation_sentences``: the first
     dev sentences whose preference sets the RNN stops early on (0: none; an
     evaluation on dev starts after them); ``learners``: which of vp, rnn to
-    train (Table 4 needs both); ``log``: progress lines."""
+    train (Table 4 needs both); ``sampling``: ``"random"`` (a permutation of
+    train seeded ``sample_seed``) or ``"first"`` (corpus order), the order
+    training sizes and subsets are taken in; ``log``: progress lines."""
 
     def __init__(self, vp_config: Path, rnn_config: Path, split: str = "test",
                  eval_sentences: Optional[int] = None, rnn_epochs: Optional[int] = None,
                  validation_sentences: int = 200, learners: Sequence[str] = LEARNERS,
+                 sampling: str = "random", sample_seed: int = 0,
                  log: Callable[[str], None] = lambda line: None):
         from ..corpora import ptb_trees
 
@@ -194,8 +200,13 @@ class AttachmentExperiments:
             raise StructPrefError(f"rnn_epochs must be >= 1, got {rnn_epochs}")
         if eval_sentences is not None and eval_sentences < 1:
             raise StructPrefError(f"eval_sentences must be >= 1 (or None: all), got {eval_sentences}")
+        if sampling not in SAMPLINGS:
+            raise StructPrefError(f"sampling is one of {', '.join(SAMPLINGS)}, got {sampling!r}")
         self.rnn_epochs, self.log = rnn_epochs, log
         self.train = ptb_trees("train")
+        self.sampling, self.sample_seed = sampling, sample_seed
+        self.order = (np.random.RandomState(sample_seed).permutation(len(self.train)).tolist()
+                      if sampling == "random" else list(range(len(self.train))))
         self.inventory = CPInventory.from_trees(self.train)
         self.symbols = SymbolTable()  # every tree-kernel VP and every candidate DAG share it
         self.split = split
@@ -236,7 +247,9 @@ class AttachmentExperiments:
         return learner_from_config(self.configs[kind]).loss
 
     def training_sets(self, first: int, last: Optional[int]) -> List[PreferenceSet]:
-        trees = self.train[first:last]
+        """The preference sets of training sentences ``first`` to ``last`` in
+        the sampling order."""
+        trees = [self.train[i] for i in self.order[first:last]]
         if last is not None and last > len(self.train):
             raise StructPrefError(f"training sentences {first}–{last} exceed the {len(self.train)} of train")
         return [s for t in trees for s in preference_sets(t, self.inventory)]
@@ -360,6 +373,7 @@ class AttachmentExperiments:
                                "validation_sets": len(self.validation), "learners": self.learners,
                                "eval_sentences": self.eval_sentences, "eval_sets": len(self.eval_sets),
                                "train_sentences": len(self.train), "cp_types": len(self.inventory),
+                               "sampling": self.sampling, "sample_seed": self.sample_seed,
                                "tables": list(tables), "sizes": [s or "all" for s in sizes],
                                "subsets": n_subsets, "subset_size": subset_size}}
         if 1 in tables:
