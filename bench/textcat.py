@@ -48,7 +48,7 @@ from spacy_structpref.classification.svm import dev_mask
 
 DEFAULT_C_GRID = (0.3, 1.0, 3.0, 10.0, 30.0, 100.0)
 ALPHAS = (0.5, 2.0)  # the tempered forest kernel's dev grid (α = 1 is the forest kernel)
-BOW_WEIGHTS = (0.3, 0.5, 0.7)  # the composites' dev grid
+BOW_WEIGHTS = (0.3, 0.5, 0.7, 0.9)  # the composites' dev grid
 LAM = 0.4
 GRANULARITIES = ("coarse", "fine")
 
@@ -173,10 +173,11 @@ SPACY_MODELS = {
 }
 
 
-def spacy_textcat(arch, train_docs, test_docs, max_epochs, seed=0):
-    """spaCy's ``textcat`` (exclusive classes): epochs chosen on dev (the
-    every-10th split), then retrained from scratch on all training questions
-    for that many epochs."""
+def spacy_textcat(arch, train_docs, test_docs, max_epochs, patience, seed=0):
+    """spaCy's ``textcat`` (exclusive classes): trained on the others until
+    dev accuracy (the every-10th split) has not risen for ``patience`` epochs
+    (or ``max_epochs``), then retrained from scratch on all training questions
+    for the best dev epoch's count."""
     import random
 
     import spacy
@@ -206,6 +207,8 @@ def spacy_textcat(arch, train_docs, test_docs, max_epochs, seed=0):
                 nlp.update(batch, sgd=optimizer, drop=0.2)
             if evaluate is not None:
                 history.append(evaluate(nlp))
+                if epoch - int(np.argmax(history)) >= patience:
+                    break
         return nlp, history
 
     nlp_vocab = spacy.blank("en").vocab
@@ -243,8 +246,10 @@ def main():
     ap.add_argument("--c-grid", default=",".join(map(str, DEFAULT_C_GRID)), help="the SVMs' C values (dev chooses)")
     ap.add_argument("--train-size", type=int, default=0, help="> 0: the first N training questions only")
     ap.add_argument("--alpha-size", type=int, default=1500, help="training questions the α dev choice uses")
-    ap.add_argument("--spacy-epochs", type=int, default=8, help="most epochs of spaCy's bow textcat (dev chooses)")
-    ap.add_argument("--ensemble-epochs", type=int, default=4, help="most epochs of spaCy's ensemble textcat")
+    ap.add_argument("--spacy-epochs", type=int, default=30, help="most epochs of spaCy's bow textcat (dev chooses)")
+    ap.add_argument("--ensemble-epochs", type=int, default=15, help="most epochs of spaCy's ensemble textcat")
+    ap.add_argument("--patience", type=int, default=3,
+                    help="spaCy's textcat stops after this many epochs without a better dev accuracy")
     ap.add_argument("--skip", default="", help="comma-separated systems to leave out: spacy,tempered,composite")
     ap.add_argument("--max-steps", type=int, default=0, help="> 0: a smoke run on N questions per split")
     ap.add_argument("--parse-only", action="store_true", help="build the parse cache and stop")
@@ -307,7 +312,7 @@ def main():
     del K_bow, rows_bow
     if "spacy" not in skip:
         for arch, epochs in (("bow", args.spacy_epochs), ("ensemble", args.ensemble_epochs)):
-            systems[f"spaCy textcat ({arch})"] = spacy_textcat(arch, train_docs, test_docs, epochs)
+            systems[f"spaCy textcat ({arch})"] = spacy_textcat(arch, train_docs, test_docs, epochs, args.patience)
     if "tempered" not in skip:
         n = min(args.alpha_size, len(train_docs))
         sub = train_docs[:n]

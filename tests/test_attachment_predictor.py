@@ -184,6 +184,7 @@ def test_clear_errors(trained):
 @pytest.mark.parametrize("saved, match", [
     ({"cfg": {"beam_width": 3}, "inventory": "not json"}, "not a CP inventory"),
     ({"cfg": {"specialise": False}, "learner": b"\x93not msgpack"}, "cannot load KernelPerceptron"),
+    ({"cfg": {"beam_width": 3, "beam_size": 3}}, r"unknown setting\(s\) \['beam_size'\]"),
 ])
 def test_a_refused_load_leaves_the_component_as_it_was(saved, match):
     """The saved cfg was adopted (and, when specialise changed, the learner
@@ -194,6 +195,7 @@ def test_a_refused_load_leaves_the_component_as_it_was(saved, match):
     with pytest.raises(StructPrefError, match=match):
         pipe.from_bytes(srsly.msgpack_dumps(saved))
     assert (pipe.cfg, pipe.foot_class, pipe.learner, pipe.inventory) == before
+
 
 def test_gold_tags_augmenter():
     nlp = spacy.blank("en")

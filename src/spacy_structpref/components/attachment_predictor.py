@@ -170,6 +170,9 @@ class AttachmentPredictor(TrainablePipe):
         classes and the learner they ask for (rebuilt around the prototype
         when ``specialise`` changes, since it decides the learner's shape);
         nothing is set."""
+        unknown = set(cfg) - set(self.cfg)
+        if unknown:
+            raise StructPrefError(f"{self.name}: unknown setting(s) {sorted(unknown)}")
         c = {**self.cfg, **cfg}
         for key in ("reduced", "specialise"):
             if not isinstance(c[key], bool):
