@@ -8,7 +8,7 @@ from spacy.tokens import Doc
 from spacy.training import Example
 
 import spacy_structpref.components.distro_tagger  # noqa: F401  (registers the factory)
-from spacy_structpref.cli.label_map import draw_label_map, label_similarity
+from spacy_structpref.cli.label_map import draw_label_map, label_similarity, variant_bases, variant_closeness
 from spacy_structpref.corpora import corpus_docs
 from spacy_structpref.errors import StructPrefError
 
@@ -72,6 +72,46 @@ def test_similarity_matrix(model_dir):
     numpy.testing.assert_allclose(numpy.diag(sims), 1.0, atol=1e-5)
     v = tagger.label_vectors
     assert sims[0, 1] == pytest.approx(float(v[labels[0]] @ v[labels[1]]), abs=1e-5)
+
+
+def test_variant_bases():
+    labels = ["NN", "NN-TL", "FW-NN", "FW-NN-TL", "NN-TL-HL", "NN$", "NN$-TL", "VB-NC", "FW-", "-TL"]
+    assert variant_bases(labels) == {"NN-TL": "NN", "FW-NN": "NN", "FW-NN-TL": "NN", "NN-TL-HL": "NN",
+                                     "NN$-TL": "NN$"}
+
+
+def test_variant_closeness_by_hand():
+    labels = ["NN", "NN-TL", "VB", "VB-HL"]
+    sims = numpy.array([[1.0, 0.9, 0.1, 0.0],
+                        [0.9, 1.0, 0.2, 0.95],
+                        [0.1, 0.2, 1.0, 0.3],
+                        [0.0, 0.95, 0.3, 1.0]])
+    c = variant_closeness(labels, sims, variant_bases(labels))
+    # NN-TL: NN (0.9) behind VB-HL (0.95): rank 2; VB-HL: VB (0.3) behind NN-TL (0.95): rank 2
+    assert c["variants"] == 2 and c["nearest"] == 0 and c["within_5"] == 2 and c["median_rank"] == 2
+    assert c["cosine_to_base"] == pytest.approx((0.9 + 0.3) / 2)
+    assert c["cosine_to_others"] == pytest.approx(((0.2 + 0.95) / 2 + (0.0 + 0.95) / 2) / 2)
+    # orthogonal vectors: ties count against the base, which comes last
+    c = variant_closeness(labels, numpy.eye(4), variant_bases(labels))
+    assert c["nearest"] == 0 and c["median_rank"] == 3
+    assert variant_closeness(["NN", "VB"], numpy.eye(2), {}) is None
+
+
+def test_brown_tags_with_dollars_draw(tmp_path):
+    """Brown's PP$$ (two "$") used to start matplotlib's mathtext and fail."""
+    nlp = spacy.blank("en")
+    nlp.add_pipe("distro_tagger", config={"model": {"rank": 3}, "w_steps": 1, "a_steps": 1})
+    words, tags = ["His", "Times", "is", "hers", "NEWS"], ["PP$", "NN-TL", "BEZ", "PP$$", "NN-HL"]
+    gold = [Doc(nlp.vocab, words=words, tags=tags), Doc(nlp.vocab, words=words[::-1], tags=["NN"] * 5)]
+    examples = [Example(Doc(nlp.vocab, words=[t.text for t in d]), d) for d in gold]
+    opt = nlp.initialize(lambda: examples)
+    for _ in range(4):
+        nlp.update(examples, sgd=opt)
+    nlp.to_disk(tmp_path / "brownish")
+    for suffix in (".png", ".svg"):
+        out, label_space = draw_label_map(tmp_path / "brownish", tmp_path / f"map{suffix}")
+        assert out.stat().st_size > 0
+    assert "2 variant tags" in label_space and "median rank" in label_space
 
 
 def test_bad_input(model_dir, tmp_path):

@@ -3,13 +3,18 @@ vectors projected on their two principal directions, next to the matrix of
 cosine similarities between labels (ordered by angle in that plane, so that
 similar tags sit together)."""
 from pathlib import Path
-from typing import Tuple, Union
+from typing import Dict, Optional, Sequence, Tuple, Union
 
 import numpy
 
 from ..errors import StructPrefError
 
 FORMATS = (".png", ".svg")
+# Brown's tag variants (Francis & Kučera 1979): a foreign word's tag is its
+# category's with "FW-" before it; words in titles, headlines and citations
+# add "-TL", "-HL", "-NC" to theirs
+VARIANT_PREFIXES = ("FW-",)
+VARIANT_SUFFIXES = ("-TL", "-HL", "-NC")
 
 
 def _tagger(nlp):
@@ -33,11 +38,68 @@ def label_similarity(tagger):
     return labels, A.T @ A, coords
 
 
+def variant_bases(labels: Sequence[str]) -> Dict[str, str]:
+    """Each tag that is a Brown variant of another tag of ``labels``, mapped
+    to that base tag: the tag with every variant prefix and suffix removed
+    (``FW-NN-TL`` → ``NN``), when it is among the labels."""
+    present = set(labels)
+    bases = {}
+    for label in labels:
+        base, before = label, None
+        while base != before:
+            before = base
+            for prefix in VARIANT_PREFIXES:
+                base = base[len(prefix):] if base.startswith(prefix) and len(base) > len(prefix) else base
+            for suffix in VARIANT_SUFFIXES:
+                base = base[:-len(suffix)] if base.endswith(suffix) and len(base) > len(suffix) else base
+        if base != label and base in present:
+            bases[label] = base
+    return bases
+
+
+def variant_closeness(labels: Sequence[str], sims: numpy.ndarray, bases: Dict[str, str]) -> Optional[dict]:
+    """How near each variant's label vector lies to its base tag's: the
+    base's rank among the variant's neighbours by cosine (1: the nearest;
+    ties count against it, so orthogonal vectors give the last rank), and
+    the mean cosine to the base against the mean cosine to every other tag.
+    None when there are no variants."""
+    if not bases:
+        return None
+    index = {label: i for i, label in enumerate(labels)}
+    ranks, to_base, to_others = [], [], []
+    for variant, base in bases.items():
+        i, j = index[variant], index[base]
+        row = numpy.array(sims[i], dtype="float64")
+        row[i] = -numpy.inf
+        ranks.append(int((row >= row[j]).sum()))
+        to_base.append(row[j])
+        to_others.append((row[numpy.isfinite(row)].sum() - row[j]) / max(len(labels) - 2, 1))
+    ranks = numpy.array(ranks)
+    return {"variants": len(ranks), "neighbours": len(labels) - 1, "nearest": int((ranks == 1).sum()),
+            "within_5": int((ranks <= 5).sum()), "median_rank": float(numpy.median(ranks)),
+            "cosine_to_base": float(numpy.mean(to_base)), "cosine_to_others": float(numpy.mean(to_others))}
+
+
+def describe_variants(closeness: dict) -> str:
+    c = closeness
+    return (f"{c['variants']} variant tags ({', '.join(VARIANT_PREFIXES + VARIANT_SUFFIXES)}): the base tag is the "
+            f"nearest label for {c['nearest']}, among the 5 nearest for {c['within_5']}, median rank "
+            f"{c['median_rank']:g} of {c['neighbours']}; mean cosine {c['cosine_to_base']:.2f} to the base, "
+            f"{c['cosine_to_others']:.2f} to the other tags")
+
+
+def _plain(label: str) -> str:
+    """A label as matplotlib text: "$" would start mathtext (Brown's ``PP$$``)."""
+    return label.replace("$", r"\$")
+
+
 def draw_label_map(model_path: Union[str, Path], output_path: Union[str, Path]) -> Tuple[Path, str]:
     """Draw the label map of the distro_tagger in the pipeline at ``model_path``
     into ``output_path`` (.png or .svg). Returns the output path and the
     tagger's one-line description of its label space (effective rank, and
-    whether it has structure yet)."""
+    whether it has structure yet), followed, when the labels have Brown
+    variants (``NN-TL`` of ``NN``), by how near the variants lie to their
+    base tags; the map joins each variant to its base with a grey line."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -61,24 +123,31 @@ def draw_label_map(model_path: Union[str, Path], output_path: Union[str, Path]) 
     families = sorted({label.split(":", 1)[0] for label in labels if ":" in label})
     palette = {f: plt.get_cmap("tab10")(i % 10) for i, f in enumerate(families)}
     colors = [palette.get(label.split(":", 1)[0], "tab:blue") for label in labels]
-    ax_map.scatter(coords[:, 0], coords[:, 1], s=12, c=colors)
+    bases = variant_bases(labels)
+    index = {label: i for i, label in enumerate(labels)}
+    for variant, base in bases.items():
+        ax_map.plot(*coords[[index[variant], index[base]]].T, color="0.75", linewidth=0.6, zorder=1)
+    ax_map.scatter(coords[:, 0], coords[:, 1], s=12, c=colors, zorder=2)
     for (x, y), label, color in zip(coords, labels, colors):
-        ax_map.annotate(label, (x, y), fontsize=7, xytext=(2, 2), textcoords="offset points",
+        ax_map.annotate(_plain(label), (x, y), fontsize=7, xytext=(2, 2), textcoords="offset points",
                         color=color if families else "black")
     ax_map.set_title(f"label vectors (d = {tagger.label_matrix.shape[0]}, effective rank "
-                     f"{tagger.effective_rank}), first two principal directions", fontsize=9)
+                     f"{tagger.effective_rank}), first two principal directions"
+                     + ("; grey lines join variant tags to their base" if bases else ""), fontsize=9)
     if not tagger.has_label_structure:
         fig.suptitle("orthogonal label vectors (one-hot A): every similarity is 0, no structure yet",
                      fontsize=10, color="tab:red")
     ax_map.set_xticks([])
     ax_map.set_yticks([])
     image = ax_sim.imshow(sims[numpy.ix_(order, order)], cmap="RdBu_r", vmin=-1, vmax=1)
-    ax_sim.set_xticks(range(n), [labels[i] for i in order], rotation=90, fontsize=6)
-    ax_sim.set_yticks(range(n), [labels[i] for i in order], fontsize=6)
+    ax_sim.set_xticks(range(n), [_plain(labels[i]) for i in order], rotation=90, fontsize=6)
+    ax_sim.set_yticks(range(n), [_plain(labels[i]) for i in order], fontsize=6)
     ax_sim.set_title("cosine similarity of label vectors", fontsize=9)
     fig.colorbar(image, ax=ax_sim, shrink=0.7)
     fig.tight_layout()
     output_path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(output_path, dpi=120)
     plt.close(fig)
-    return output_path, tagger.describe_label_space()
+    closeness = variant_closeness(labels, sims, bases)
+    description = tagger.describe_label_space()
+    return output_path, description if closeness is None else f"{description}; {describe_variants(closeness)}"
