@@ -4,7 +4,7 @@ tagset (437 tags), sparse DISTRO and the one-hot SSVM with and without the tag
 dictionary; optionally the effective rank of A of trained DISTRO pipelines
 against their λ2.
 
-    NLTK_DATA=../shared/nltk_data python bench/tagger.py [--rounds 5] [--only brown] \
+    NLTK_DATA=../shared/nltk_data python bench/tagger.py [--rounds 5] [--only ptb|brown|ranks] \
         [--ranks training/run1/model-best training/run2/model-best ...]
 
 Everything runs on one core (BLAS threads set to 1). The machine is shared:
@@ -105,14 +105,19 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--ranks", nargs="*", default=[], help="trained DISTRO pipelines")
-    parser.add_argument("--only", choices=("ptb", "brown"), default=None,
-                        help="time only PTB or only Brown (default: both)")
+    parser.add_argument("--only", choices=("ptb", "brown", "ranks"), default=None,
+                        help="time only PTB or only Brown, or nothing (ranks: --ranks only); default: both")
     args = parser.parse_args()
-    if args.only != "ptb":
+    if args.only in (None, "brown"):
         brown_speed(args.rounds)
-    if args.only == "brown":
-        return
+    if args.only in (None, "ptb"):
+        ptb_speed(args.rounds)
+    if args.ranks:
+        print_ranks(args.ranks)
 
+
+def ptb_speed(rounds):
+    """DISTRO (tok2vec and sparse) against spaCy's tagger on the PTB test split."""
     vocab = spacy.blank("en").vocab
     train = corpus_docs("ptb", "train", vocab, limit=200)
     words = [[t.text for t in d] for d in corpus_docs("ptb", "test", vocab)]
@@ -123,22 +128,21 @@ def main():
             pipeline_from(CONFIGS / "distro_tok2vec.cfg", spacy_tagger=True), train),
         "distro (sparse)": initialized(pipeline_from(CONFIGS / "distro_sparse.cfg"), train),
     }
-    best = best_times(models, words, args.rounds)
-    print(f"PTB test: {len(words)} sentences, {n_words} words; best of {args.rounds} rounds")
+    best = best_times(models, words, rounds)
+    print(f"PTB test: {len(words)} sentences, {n_words} words; best of {rounds} rounds")
     for name in models:
         print(f"{name:30s} {n_words / best[name]:10.0f} words/s")
     ratio = best["spaCy tagger (same tok2vec)"] / best["distro (tok2vec)"]
     print(f"ratio distro / spaCy tagger (words/s): {ratio:.3f}")
 
-    if args.ranks:
-        print("\nlambda2    rank d   effective rank of A   model")
-        for path in args.ranks:
-            nlp = spacy.load(path)
-            tagger = nlp.get_pipe("distro_tagger")
-            A = tagger.label_matrix
-            print(f"{tagger.cfg['nuclear_lambda']:<10g} {A.shape[0]:<8d} "
-                  f"{effective_rank(A):<21d} {path}")
 
+def print_ranks(paths):
+    """λ2, d and the effective rank of A of each trained DISTRO pipeline."""
+    print("\nlambda2    rank d   effective rank of A   model")
+    for path in paths:
+        tagger = spacy.load(path).get_pipe("distro_tagger")
+        A = tagger.label_matrix
+        print(f"{tagger.cfg['nuclear_lambda']:<10g} {A.shape[0]:<8d} {effective_rank(A):<21d} {path}")
 
 if __name__ == "__main__":
     main()
