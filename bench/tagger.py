@@ -144,5 +144,6 @@ def print_ranks(paths):
         A = tagger.label_matrix
         print(f"{tagger.cfg['nuclear_lambda']:<10g} {A.shape[0]:<8d} {effective_rank(A):<21d} {path}")
 
+
 if __name__ == "__main__":
     main()

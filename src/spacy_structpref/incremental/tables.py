@@ -19,9 +19,9 @@ Training sentences are drawn as the paper drew them, at random from the
 train split (``sampling="random"``: one seeded permutation of it; Table 1's
 sizes are its first N sentences, so nested, and the subsets its consecutive
 blocks, so disjoint); ``sampling="first"`` takes the train split in corpus
-order instead (sentences of the same articles together); the CP inventory is read off the whole train split;
-evaluation is on every preference set of the test split (or its first
-sentences). The RNN stops early as the paper's did: each epoch's weights are
+order instead (sentences of the same articles together); the CP inventory is
+read off the whole train split; evaluation is on every preference set of the
+test split (or its first sentences). The RNN stops early as the paper's did: each epoch's weights are
 scored by ``L_1`` on the preference sets of the first ``validation_sentences``
 of the dev split and the best epoch's kept (with specialisation, each foot
 class's net on that class's validation sets); an evaluation on dev leaves
