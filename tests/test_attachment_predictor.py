@@ -184,7 +184,7 @@ def test_clear_errors(trained):
 @pytest.mark.parametrize("saved, match", [
     ({"cfg": {"beam_width": 3}, "inventory": "not json"}, "not a CP inventory"),
     ({"cfg": {"specialise": False}, "learner": b"\x93not msgpack"}, "cannot load KernelPerceptron"),
-    ({"cfg": {"beam_width": 3, "beam_size": 3}}, r"unknown setting\(s\) \['beam_size'\]"),
+    ({"cfg": {"beam_width": 3, "beam_size": 3}}, r"unknown saved setting\(s\) \['beam_size'\]"),
 ])
 def test_a_refused_load_leaves_the_component_as_it_was(saved, match):
     """The saved cfg was adopted (and, when specialise changed, the learner

@@ -468,7 +468,7 @@ def test_unknown_saved_parser_setting(copy):
     cfg = srsly.read_json(path / "cfg.json")
     srsly.write_json(path / "cfg.json", {**cfg, "beam_size": 3})
     resign(path)
-    with pytest.raises(SavedModelError, match=r"unknown setting\(s\) \['beam_size'\]"):
+    with pytest.raises(SavedModelError, match=r"unknown saved setting\(s\) \['beam_size'\]"):
         load("forest_parser", path)
 
 

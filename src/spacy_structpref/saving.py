@@ -293,6 +293,17 @@ def _read_marker(marker: Path) -> dict:
     return {"factory": data["factory"], "files": files}
 
 
+def merged_settings(owner: str, settings: dict, saved: dict) -> dict:
+    """``settings`` with those of ``saved`` in place (unchecked: the owner
+    checks the values). A saved key that ``settings`` lacks is refused with a
+    :class:`~.errors.SavedModelError`: the save comes from another component
+    or version, and dropping the setting silently would change the model."""
+    unknown = set(saved) - set(settings)
+    if unknown:
+        raise SavedModelError(f"{owner}: unknown saved setting(s) {sorted(unknown)}")
+    return {**settings, **saved}
+
+
 def check_saved(path, factory: str) -> Path:
     """Raise a clear error (:class:`~.errors.SavedModelError`) unless
     ``path`` holds a saved ``factory`` whose files all match the checksums

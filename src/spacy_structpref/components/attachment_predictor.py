@@ -43,7 +43,7 @@ from spacy.training import Example, validate_examples, validate_get_examples
 
 from ..errors import StructPrefError
 from ..learners.registrations import perceptron_config
-from ..saving import atomic_directory, check_saved, load_errors
+from ..saving import atomic_directory, check_saved, load_errors, merged_settings
 
 FACTORY = "attachment_predictor"
 
@@ -170,10 +170,7 @@ class AttachmentPredictor(TrainablePipe):
         classes and the learner they ask for (rebuilt around the prototype
         when ``specialise`` changes, since it decides the learner's shape);
         nothing is set."""
-        unknown = set(cfg) - set(self.cfg)
-        if unknown:
-            raise StructPrefError(f"{self.name}: unknown setting(s) {sorted(unknown)}")
-        c = {**self.cfg, **cfg}
+        c = merged_settings(self.name, self.cfg, cfg)  # only a save brings unknown keys
         for key in ("reduced", "specialise"):
             if not isinstance(c[key], bool):
                 raise StructPrefError(f"{self.name}: {key} must be true or false, got {c[key]!r}")

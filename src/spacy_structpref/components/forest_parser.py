@@ -14,8 +14,8 @@ from spacy.language import Language
 from spacy.pipeline import Pipe
 from spacy.training import Example
 
-from ..errors import SavedModelError, StructPrefError
-from ..saving import atomic_directory, check_saved, load_errors
+from ..errors import StructPrefError
+from ..saving import atomic_directory, check_saved, load_errors, merged_settings
 
 # doc.user_data flag of a Doc that got the flat fallback tree: why (parsing.parser's TOO_LONG or NO_PARSE)
 FALLBACK_KEY = "forest_parser_fallback"
@@ -248,10 +248,7 @@ class ForestParser(Pipe):
 
         cfg, grammar = self.cfg, self.grammar
         if "cfg" in state:
-            unknown = set(state["cfg"]) - set(self.cfg)
-            if unknown:
-                raise SavedModelError(f"{self.name}: the saved cfg has unknown setting(s) {sorted(unknown)}")
-            cfg = {**self.cfg, **state["cfg"]}
+            cfg = merged_settings(self.name, self.cfg, state["cfg"])
             self._check_cfg(cfg)
         if "grammar" in state:
             grammar = Grammar.from_dict(state["grammar"]) if state["grammar"] is not None else None

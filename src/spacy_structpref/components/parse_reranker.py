@@ -41,13 +41,12 @@ from spacy.util import ensure_path
 
 from ..errors import StructPrefError
 from ..learners.registrations import perceptron_config
-from ..saving import atomic_directory, check_saved
+from ..saving import atomic_directory, check_saved, merged_settings
 
 # The kernel voted perceptron with the composite kernel K_λ + b·log p·log p'
 DEFAULT_LEARNER = perceptron_config(
     {"@misc": "spacy_structpref.CompositeKernel.v1", "b": 0.2,
      "tree_kernel": {"@misc": "spacy_structpref.TreeKernel.v1", "lam": 0.3, "sigma": 1, "normalize": True}})
-SETTINGS = ("k", "n_folds", "n_jobs", "min_gap", "set_tags", "spans_key")
 
 
 def register_rerank_extension() -> None:
@@ -312,9 +311,6 @@ class ParseReranker(Pipe):
         loaders adopt them only once the learner has loaded too, so a refused
         save (its cfg or its learner) leaves the component as it was (the
         learners load all or nothing)."""
-        unknown = set(saved) - set(SETTINGS)
-        if unknown:
-            raise StructPrefError(f"{self.name}: unknown saved setting(s) {sorted(unknown)}")
-        cfg = {**self.cfg, **saved}
+        cfg = merged_settings(self.name, self.cfg, saved)
         self._check_cfg(cfg)
         return cfg
