@@ -88,6 +88,38 @@ def describe_variants(closeness: dict) -> str:
             f"{c['cosine_to_others']:.2f} to the other tags")
 
 
+def family_closeness(labels: Sequence[str], sims: numpy.ndarray) -> Optional[dict]:
+    """Whether labels named ``FAMILY:label`` (Li & Roth's question classes:
+    ``HUM:ind`` in ``HUM``) cluster by family: how many have their nearest
+    label by cosine (ties count against it) in their own family, the share
+    expected from a random neighbour, and the mean cosine within and across
+    families. None unless every label has a family and some family two."""
+    families = [label.split(":", 1)[0] if ":" in label else None for label in labels]
+    n = len(labels)
+    if n < 3 or None in families:
+        return None
+    family = numpy.array(families)
+    same = family[:, None] == family[None, :]
+    off = ~numpy.eye(n, dtype=bool)
+    if not (same & off).any():
+        return None
+    sims = numpy.asarray(sims, dtype="float64")
+    nearest = 0
+    for i in range(n):
+        row = numpy.where(off[i], sims[i], -numpy.inf)
+        nearest += bool(same[i, row == row.max()].all())
+    return {"labels": n, "families": len(set(families)), "nearest_in_family": nearest,
+            "chance": float((same & off).sum() / (n * (n - 1))),
+            "cosine_within": float(sims[same & off].mean()), "cosine_across": float(sims[~same].mean())}
+
+
+def describe_families(closeness: dict) -> str:
+    c = closeness
+    return (f"{c['families']} label families: the nearest label is of the same family for "
+            f"{c['nearest_in_family']} of {c['labels']} (a random neighbour: {100 * c['chance']:.0f} %); mean cosine "
+            f"{c['cosine_within']:.2f} within families, {c['cosine_across']:.2f} across")
+
+
 def _plain(label: str) -> str:
     """A label as matplotlib text: "$" would start mathtext (Brown's ``PP$$``)."""
     return label.replace("$", r"\$")
@@ -99,7 +131,8 @@ def draw_label_map(model_path: Union[str, Path], output_path: Union[str, Path]) 
     tagger's one-line description of its label space (effective rank, and
     whether it has structure yet), followed, when the labels have Brown
     variants (``NN-TL`` of ``NN``), by how near the variants lie to their
-    base tags; the map joins each variant to its base with a grey line."""
+    base tags (the map joins each variant to its base with a grey line), and
+    when they have families (``HUM:ind``), by whether the families cluster."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -148,6 +181,8 @@ def draw_label_map(model_path: Union[str, Path], output_path: Union[str, Path]) 
     output_path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(output_path, dpi=120)
     plt.close(fig)
-    closeness = variant_closeness(labels, sims, bases)
-    description = tagger.describe_label_space()
-    return output_path, description if closeness is None else f"{description}; {describe_variants(closeness)}"
+    closeness, by_family = variant_closeness(labels, sims, bases), family_closeness(labels, sims)
+    parts = [tagger.describe_label_space()]
+    parts += [describe_variants(closeness)] if closeness is not None else []
+    parts += [describe_families(by_family)] if by_family is not None else []
+    return output_path, "; ".join(parts)
