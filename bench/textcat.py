@@ -41,7 +41,8 @@ import srsly
 from wasabi import msg
 
 from spacy_structpref.classification.classifier import KernelClassifier
-from spacy_structpref.classification.data import coarse_label, gold_label, load_parsed, parse_questions
+from spacy_structpref.classification.data import gold_label, load_parsed, parse_questions
+from spacy_structpref.corpora.labels import coarse_label
 from spacy_structpref.classification.kernels import (BowDocKernel, ForestDocKernel, SumDocKernel, TreeDocKernel,
                                                      count_vectors, ngram_features)
 from spacy_structpref.classification.svm import dev_mask

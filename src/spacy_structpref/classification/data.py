@@ -12,14 +12,10 @@ label in ``doc.cats``; :func:`load_parsed` gives either granularity.
 from pathlib import Path
 from typing import Iterable, List, Optional
 
+from ..corpora.labels import coarse_label
 from ..errors import StructPrefError
 
 CACHE_SPLITS = ("train+dev", "test")
-
-
-def coarse_label(label: str) -> str:
-    """``HUM:ind`` -> ``HUM`` (Li & Roth's coarse class of a fine one)."""
-    return label.split(":", 1)[0]
 
 
 def gold_label(doc) -> str:

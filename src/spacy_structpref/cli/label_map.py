@@ -7,14 +7,10 @@ from typing import Dict, Optional, Sequence, Tuple, Union
 
 import numpy
 
+from ..corpora.labels import VARIANT_PREFIXES, VARIANT_SUFFIXES, label_family, variant_bases
 from ..errors import StructPrefError
 
 FORMATS = (".png", ".svg")
-# Brown's tag variants (Francis & Kučera 1979): a foreign word's tag is its
-# category's with "FW-" before it; words in titles, headlines and citations
-# add "-TL", "-HL", "-NC" to theirs
-VARIANT_PREFIXES = ("FW-",)
-VARIANT_SUFFIXES = ("-TL", "-HL", "-NC")
 
 
 def _tagger(nlp):
@@ -36,25 +32,6 @@ def label_similarity(tagger):
     if coords.shape[1] < 2:
         coords = numpy.hstack([coords, numpy.zeros((len(labels), 1))])
     return labels, A.T @ A, coords
-
-
-def variant_bases(labels: Sequence[str]) -> Dict[str, str]:
-    """Each tag that is a Brown variant of another tag of ``labels``, mapped
-    to that base tag: the tag with every variant prefix and suffix removed
-    (``FW-NN-TL`` → ``NN``), when it is among the labels."""
-    present = set(labels)
-    bases = {}
-    for label in labels:
-        base, before = label, None
-        while base != before:
-            before = base
-            for prefix in VARIANT_PREFIXES:
-                base = base[len(prefix):] if base.startswith(prefix) and len(base) > len(prefix) else base
-            for suffix in VARIANT_SUFFIXES:
-                base = base[:-len(suffix)] if base.endswith(suffix) and len(base) > len(suffix) else base
-        if base != label and base in present:
-            bases[label] = base
-    return bases
 
 
 def variant_closeness(labels: Sequence[str], sims: numpy.ndarray, bases: Dict[str, str]) -> Optional[dict]:
@@ -94,7 +71,7 @@ def family_closeness(labels: Sequence[str], sims: numpy.ndarray) -> Optional[dic
     label by cosine (ties count against it) in their own family, the share
     expected from a random neighbour, and the mean cosine within and across
     families. None unless every label has a family and some family two."""
-    families = [label.split(":", 1)[0] if ":" in label else None for label in labels]
+    families = [label_family(label) for label in labels]
     n = len(labels)
     if n < 3 or None in families:
         return None
@@ -153,9 +130,9 @@ def draw_label_map(model_path: Union[str, Path], output_path: Union[str, Path]) 
     n = len(labels)
     fig, (ax_map, ax_sim) = plt.subplots(1, 2, figsize=(8 + 0.18 * n, 4 + 0.09 * n))
     # labels "FAMILY:label" (question classes) are coloured by family
-    families = sorted({label.split(":", 1)[0] for label in labels if ":" in label})
+    families = sorted({label_family(label) for label in labels} - {None})
     palette = {f: plt.get_cmap("tab10")(i % 10) for i, f in enumerate(families)}
-    colors = [palette.get(label.split(":", 1)[0], "tab:blue") for label in labels]
+    colors = [palette.get(label_family(label), "tab:blue") for label in labels]
     bases = variant_bases(labels)
     index = {label: i for i, label in enumerate(labels)}
     for variant, base in bases.items():

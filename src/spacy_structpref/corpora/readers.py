@@ -26,6 +26,7 @@ from nltk.tree import Tree
 from ..errors import BracketError, CorpusError, CorpusWarning
 from ..trees.brackets import parse_bracketed
 from ..trees.normalize import normalize_tree, tree_problem
+from .labels import coarse_label
 
 SPLITS = ("train", "dev", "test")
 CORPORA = ("ptb", "basque", "brown", "qc-coarse", "qc-fine")
@@ -359,7 +360,7 @@ def qc_questions(split: str = "train", granularity: str = "fine", skip_bad: bool
             (lambda i: i % QC_DEV_EVERY != QC_DEV_EVERY - 1)
         read[:] = [q for i, q in enumerate(read) if keep(i)]
     if granularity == "coarse":
-        read[:] = [LabelledText(q.words, q.label.split(":", 1)[0]) for q in read]
+        read[:] = [LabelledText(q.words, coarse_label(q.label)) for q in read]
     return read
 
 
