@@ -42,10 +42,10 @@ from wasabi import msg
 
 from spacy_structpref.classification.classifier import KernelClassifier
 from spacy_structpref.classification.data import gold_label, load_parsed, parse_questions
-from spacy_structpref.corpora.labels import coarse_label
 from spacy_structpref.classification.kernels import (BowDocKernel, ForestDocKernel, SumDocKernel, TreeDocKernel,
                                                      count_vectors, ngram_features)
 from spacy_structpref.classification.svm import dev_mask
+from spacy_structpref.corpora.labels import coarse_label
 
 DEFAULT_C_GRID = (0.3, 1.0, 3.0, 10.0, 30.0, 100.0)
 ALPHAS = (0.5, 2.0)  # the tempered forest kernel's dev grid (α = 1 is the forest kernel)

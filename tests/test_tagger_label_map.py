@@ -9,8 +9,8 @@ from spacy.training import Example
 
 import spacy_structpref.components.distro_tagger  # noqa: F401  (registers the factory)
 from spacy_structpref.cli.label_map import draw_label_map, family_closeness, label_similarity, variant_closeness
-from spacy_structpref.corpora.labels import variant_bases
 from spacy_structpref.corpora import corpus_docs
+from spacy_structpref.corpora.labels import variant_bases
 from spacy_structpref.errors import StructPrefError
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs"

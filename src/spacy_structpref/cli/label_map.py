@@ -130,9 +130,10 @@ def draw_label_map(model_path: Union[str, Path], output_path: Union[str, Path]) 
     n = len(labels)
     fig, (ax_map, ax_sim) = plt.subplots(1, 2, figsize=(8 + 0.18 * n, 4 + 0.09 * n))
     # labels "FAMILY:label" (question classes) are coloured by family
-    families = sorted({label_family(label) for label in labels} - {None})
+    label_families = [label_family(label) for label in labels]
+    families = sorted(set(label_families) - {None})
     palette = {f: plt.get_cmap("tab10")(i % 10) for i, f in enumerate(families)}
-    colors = [palette.get(label_family(label), "tab:blue") for label in labels]
+    colors = [palette.get(family, "tab:blue") for family in label_families]
     bases = variant_bases(labels)
     index = {label: i for i, label in enumerate(labels)}
     for variant, base in bases.items():
