@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from nltk.tree import Tree
-from thinc.api import Adam
+from thinc.api import Adam, decaying
 
 from spacy_structpref.corpora import ptb_trees
 from spacy_structpref.errors import StructPrefError
@@ -139,6 +139,8 @@ def test_bad_input():
         RecursiveNetLearner().utilities(["NP"])
     with pytest.raises(StructPrefError, match="no preference set"):
         RecursiveNetLearner(optimizer=Adam(0.01)).fit([[Tree.fromstring("(NP (NN a))")]], [0])
+    with pytest.raises(StructPrefError, match="fixed settings, not schedules .*: learn_rate"):
+        RecursiveNetLearner(optimizer=Adam(decaying(0.01, 1e-4)))
     with pytest.raises(StructPrefError, match="width"):
         RecursiveNet(width=0)
     model = network({"NP": 2})

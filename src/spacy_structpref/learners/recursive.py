@@ -69,7 +69,7 @@ class RecursiveNetLearner(PreferenceLearner):
     """Trains a recursive network on preference sets of trees; same
     interface as the kernel perceptron. ``optimizer`` is what ``fit`` trains
     with (in a config, ``[learner.optimizer]``; ``configs/learners/rnn.cfg``
-    has the tuned Adam)."""
+    has the tuned Adam), with fixed settings: a schedule is refused."""
 
     def __init__(self, width: int = 25, max_children: int = 15, loss: str = "setwise",
                  epochs: int = 12, batch_size: int = 32, optimizer: Optional[Optimizer] = None,
@@ -80,6 +80,11 @@ class RecursiveNetLearner(PreferenceLearner):
             raise StructPrefError(f"batch_size must be >= 1, got {batch_size}")
         if patience < 0:
             raise StructPrefError(f"patience must be >= 0 (0: every epoch), got {patience}")
+        if optimizer is not None and optimizer.schedules:
+            # thinc's schedules are generators, stepped by whoever trains; fit trains the
+            # learners of a specialised set one after another with one shared optimizer
+            raise StructPrefError("the recursive net's optimizer takes fixed settings, not schedules "
+                                  f"(fit does not step them): {', '.join(sorted(optimizer.schedules))}")
         self.width, self.max_children, self.loss = width, max_children, loss
         self.epochs, self.batch_size, self.seed = epochs, batch_size, seed
         self.optimizer, self.progress = optimizer, progress
