@@ -24,6 +24,7 @@ pipeline's).
 import argparse
 import time
 from pathlib import Path
+from typing import Optional
 
 import spacy
 import srsly
@@ -41,10 +42,17 @@ R = (1, 2, 5)
 CONFIG = Path(__file__).resolve().parent.parent / "configs" / "attachment_predictor.cfg"
 
 
-def train(config_path: Path, size, epochs: int, batch_size: int):
+def train(config_path: Path, size, epochs: Optional[int], batch_size: int):
     """A blank pipeline from the config, trained on the first ``size`` train
-    sentences: ``initialize``, then ``epochs`` passes of ``update``."""
-    nlp = load_model_from_config(Config().from_disk(config_path), auto_fill=True)
+    sentences: ``initialize``, then ``epochs`` passes of ``update`` (None:
+    the config's ``[training] max_epochs``, the perceptron's passes)."""
+    config = Config().from_disk(config_path)
+    if epochs is None:
+        epochs = config["training"]["max_epochs"]
+    if epochs < 1:
+        raise SystemExit(f"{config_path}: [training] max_epochs is {epochs}, not a number of passes: "
+                         "give --epochs")
+    nlp = load_model_from_config(config, auto_fill=True)
     pipe = find_attachment_predictor(nlp)
     examples = [Example(doc, doc) for doc in corpus_docs("ptb", "train", nlp.vocab, limit=size)]
     sgd = nlp.initialize(lambda: examples)  # [training.optimizer]: a recursive net's steps
@@ -61,7 +69,8 @@ def main():
                         help=f"a saved pipeline with an {FACTORY} (default: train one)")
     parser.add_argument("--config", type=Path, default=CONFIG, help="training config (without --model)")
     parser.add_argument("--train-size", type=int, default=None, help="training sentences (default all)")
-    parser.add_argument("--epochs", type=int, default=4, help="passes of update (the perceptron: 4, chosen on dev)")
+    parser.add_argument("--epochs", type=int, default=None,
+                        help="passes of update (default: the config's [training] max_epochs)")
     parser.add_argument("--batch-size", type=int, default=32, help="sentences per update")
     parser.add_argument("--save", type=Path, default=None, help="save the trained pipeline here")
     parser.add_argument("--beam-width", type=int, default=4)
