@@ -14,7 +14,7 @@ from spacy_structpref.incremental import CPInventory, preference_sets
 from spacy_structpref.learners import RecursiveNetLearner, loss_at_r
 from spacy_structpref.learners.recursive import set_losses
 from spacy_structpref.trees import TreeSetDAG
-from spacy_structpref.models.recursive import (UNKNOWN, WORD, RecursiveNet, build_label_dag,
+from spacy_structpref.models.recursive import (UNKNOWN, WORD, WORD_KEY, RecursiveNet, build_label_dag,
                                                concat_label_dags, label_vocab)
 from spacy_structpref.trees import SymbolTable
 
@@ -32,15 +32,29 @@ def reference_utility(model, tree, vocab, max_children):
     """u(v) by plain recursion over the tree, straight from the formula."""
     E, W, b, o = (model.get_param(n).astype(float) for n in ("E", "W", "b", "o"))
 
-    def u(t):
+    def u(t, under_preterminal=False):
         if not isinstance(t, Tree):
-            return np.tanh(b + E[vocab.get(t, WORD)])
+            word = vocab.get(WORD_KEY + t) if under_preterminal else None
+            return np.tanh(b + E[vocab.get(t, WORD) if word is None else word])
         pre = b + E[vocab.get(t.label(), UNKNOWN)]
         for k, child in enumerate(t[:max_children]):
-            pre = pre + W[k] @ u(child)
+            pre = pre + W[k] @ u(child, len(t) == 1)
         return np.tanh(pre)
 
     return float(o @ u(tree))
+
+
+def test_words_get_their_own_inputs_by_hand():
+    sets = [[Tree.fromstring("(NP (DT the) (NN dog))"), Tree.fromstring("(NP (DT the) (NN cat))")],
+            [Tree.fromstring("(NP (DT the) NN)")]]
+    assert label_vocab(sets) == {"DT": 2, "NN": 3, "NP": 4}
+    # "the" is in both sets, "dog" and "cat" in one; the bare label NN is no word
+    assert label_vocab(sets, 2) == {"DT": 2, "NN": 3, "NP": 4, WORD_KEY + "the": 5}
+    vocab = label_vocab(sets, 1)
+    assert set(vocab) == {"DT", "NN", "NP", *(WORD_KEY + w for w in ("cat", "dog", "the"))}
+    dag = build_label_dag([[Tree.fromstring("(NP (DT the) (NN emu) NN)")]], vocab, 3)
+    assert sorted(dag.labels.tolist()) == sorted([vocab["NP"], vocab["DT"], vocab[WORD_KEY + "the"],
+                                                  vocab["NN"], WORD, vocab["NN"]])
 
 
 def test_single_node_by_hand():
@@ -54,9 +68,9 @@ def test_single_node_by_hand():
 
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.lists(trees(), min_size=1, max_size=4), min_size=1, max_size=3),
-       st.integers(1, 3))
-def test_dag_equals_separate_trees_and_recursion(sets, max_children):
-    vocab = label_vocab([s[:1] for s in sets])  # some labels unknown on purpose
+       st.integers(1, 3), st.integers(0, 2))
+def test_dag_equals_separate_trees_and_recursion(sets, max_children, min_word_sets):
+    vocab = label_vocab([s[:1] for s in sets], min_word_sets)  # some labels unknown on purpose
     model = network(vocab, max_children=max_children)
     shared = build_label_dag(sets, vocab, max_children)
     separate = build_label_dag(sets, vocab, max_children, share=False)
@@ -71,12 +85,12 @@ def test_dag_equals_separate_trees_and_recursion(sets, max_children):
 
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.lists(trees(), min_size=1, max_size=4), min_size=1, max_size=3),
-       st.integers(1, 3))
-def test_label_dags_from_tree_set_dags_and_by_concatenation(sets, max_children):
+       st.integers(1, 3), st.integers(0, 2))
+def test_label_dags_from_tree_set_dags_and_by_concatenation(sets, max_children, min_word_sets):
     symbols = SymbolTable()
     dag_sets = [TreeSetDAG(s, symbols) for s in sets]
-    assert label_vocab(dag_sets) == label_vocab(sets)
-    vocab = label_vocab([s[:1] for s in sets])
+    assert label_vocab(dag_sets, min_word_sets) == label_vocab(sets, min_word_sets)
+    vocab = label_vocab([s[:1] for s in sets], min_word_sets)
     model = network(vocab, max_children=max_children)
     from_trees = build_label_dag(sets, vocab, max_children)
     u = model.predict(from_trees)
@@ -135,6 +149,8 @@ def test_set_losses_by_hand():
 def test_bad_input():
     with pytest.raises(StructPrefError, match="loss must be"):
         RecursiveNetLearner(loss="listwise")
+    with pytest.raises(StructPrefError, match="min_word_sets must be >= 0"):
+        RecursiveNetLearner(min_word_sets=-1)
     with pytest.raises(StructPrefError, match="not trained"):
         RecursiveNetLearner().utilities(["NP"])
     with pytest.raises(StructPrefError, match="no preference set"):
@@ -180,6 +196,14 @@ def test_learns_attachment(tmp_path):
     with pytest.raises(StructPrefError, match="nothing to save"):
         RecursiveNetLearner().to_disk(tmp_path / "untrained")
     assert not (tmp_path / "untrained").exists()
+    # words as inputs of their own: the saved vocabulary carries them
+    lexical = RecursiveNetLearner(epochs=1, optimizer=Adam(0.01), min_word_sets=2).fit(train, train_gold)
+    words = {key for key in lexical.vocab if key.startswith(WORD_KEY)}
+    assert {WORD_KEY + "the", WORD_KEY + "of"} <= words and len(lexical.vocab) > len(learner.vocab)
+    reloaded = RecursiveNetLearner().from_bytes(lexical.to_bytes())
+    assert reloaded.vocab == lexical.vocab
+    for cands in dev[:20]:
+        np.testing.assert_allclose(reloaded.utilities(cands), lexical.utilities(cands), rtol=1e-6)
 
 
 def test_early_stopping_keeps_the_best_validation_epoch():

@@ -74,8 +74,11 @@ class RecursiveNetLearner(PreferenceLearner):
     def __init__(self, width: int = 25, max_children: int = 15, loss: str = "setwise",
                  epochs: int = 12, batch_size: int = 32, optimizer: Optional[Optimizer] = None,
                  seed: int = 0, progress: Optional[bool] = None, log_p_input: bool = False,
-                 log_p_a: float = 1.0, log_p_b: float = 0.0, patience: int = 0):
+                 log_p_a: float = 1.0, log_p_b: float = 0.0, patience: int = 0,
+                 min_word_sets: int = 0):
         check_training_settings(loss, epochs)
+        if min_word_sets < 0:
+            raise StructPrefError(f"min_word_sets must be >= 0 (0: no word inputs), got {min_word_sets}")
         if batch_size < 1:
             raise StructPrefError(f"batch_size must be >= 1, got {batch_size}")
         if patience < 0:
@@ -89,7 +92,7 @@ class RecursiveNetLearner(PreferenceLearner):
         self.epochs, self.batch_size, self.seed = epochs, batch_size, seed
         self.optimizer, self.progress = optimizer, progress
         self.log_p_input, self.log_p_a, self.log_p_b = bool(log_p_input), float(log_p_a), float(log_p_b)
-        self.patience = patience
+        self.patience, self.min_word_sets = patience, min_word_sets
         # the best epoch's averaged weights, (node id, name) -> array, once fit chose them on validation sets
         self._best: Optional[Dict[Tuple[int, str], np.ndarray]] = None
         self.validation_losses: List[float] = []  # L_1 on the validation sets, per epoch of fit
@@ -105,7 +108,7 @@ class RecursiveNetLearner(PreferenceLearner):
         return type(self)(self.width, self.max_children, self.loss, self.epochs, self.batch_size,
                           optimizer=self.optimizer, seed=self.seed, progress=self.progress,
                           log_p_input=self.log_p_input, log_p_a=self.log_p_a, log_p_b=self.log_p_b,
-                          patience=self.patience)
+                          patience=self.patience, min_word_sets=self.min_word_sets)
 
     def _dag(self, sets) -> LabelDAG:
         trees, log_p = zip(*map(_split_scored, sets)) if len(sets) else ((), ())
@@ -142,7 +145,8 @@ class RecursiveNetLearner(PreferenceLearner):
             sets, gold, order = teaching_sets(sets, gold)
         if not order:
             raise StructPrefError("no preference set with a correct candidate and a rival")
-        self.vocab = label_vocab(_split_scored(candidate_list(sets[i]))[0] for i in order)
+        self.vocab = label_vocab((_split_scored(candidate_list(sets[i]))[0] for i in order),
+                                 self.min_word_sets)
         self._new_model()
         self.losses, self.validation_losses, self.best_epoch = [], [], None
         return self

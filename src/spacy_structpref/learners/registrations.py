@@ -84,17 +84,19 @@ def make_recursive_net_learner(width: int = 25, max_children: int = 15, loss: st
                                optimizer: Optional[Optimizer] = None, seed: int = 0,
                                progress: Optional[bool] = None, log_p_input: bool = False,
                                log_p_a: float = 1.0, log_p_b: float = 0.0,
-                               patience: int = 0) -> "RecursiveNetLearner":
+                               patience: int = 0, min_word_sets: int = 0) -> "RecursiveNetLearner":
     """``optimizer``: what ``fit`` trains with (``update`` takes the caller's);
     ``log_p_input``: the parser's ``log_p_a·log p + log_p_b`` as an input (reranking);
     ``patience``: with validation sets, ``fit`` stops after that many epochs
-    without a better validation ``L_1`` (0: runs every epoch, keeps the best)."""
+    without a better validation ``L_1`` (0: runs every epoch, keeps the best);
+    ``min_word_sets``: words found in at least that many training sets are
+    inputs of their own (0: every word is one WORD input)."""
     from .recursive import RecursiveNetLearner
 
     return RecursiveNetLearner(width, max_children, loss=loss, epochs=epochs,
                                batch_size=batch_size, optimizer=optimizer, seed=seed,
                                progress=progress, log_p_input=log_p_input, log_p_a=log_p_a,
-                               log_p_b=log_p_b, patience=patience)
+                               log_p_b=log_p_b, patience=patience, min_word_sets=min_word_sets)
 
 
 @registry.misc("spacy_structpref.SpecialisedLearner.v1")

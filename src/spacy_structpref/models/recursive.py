@@ -6,7 +6,11 @@ labelled ordered trees and DAGs (Menchetti et al. 2005, §4, eqs. 5–6).
 with a state of size ``width`` (25), one matrix per child position up to
 ``max_children`` (K = 15; later children are pruned), frontier state 0 and
 weights initialised uniformly in ±0.01. ``Ω z(label)`` is a row of the label
-table ``E``.
+table ``E``. The words under the preterminals are one WORD input, as in the
+paper, or, with a vocabulary that has words (``label_vocab(...,
+min_word_sets)``), inputs of their own: an extension of this package, which
+gives the net the lexical evidence that the tree-kernel VP gets through its
+preterminal productions (Collins & Duffy 2002).
 
 For reranking (Menchetti et al. 2005, §6.3.2) the base parser's log
 probability, rescaled as ``a·log p(x) + b``, is one more input of the output
@@ -21,6 +25,7 @@ Nodes are processed level by level (leaves first), node by node in Cython
 (``_recursive.pyx``, double precision; states and gradients come back in
 the parameters' dtype).
 """
+from collections import Counter
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence
 
@@ -60,29 +65,55 @@ class LabelDAG:
         return h
 
 
-def label_vocab(sets) -> Dict[str, int]:
+WORD_KEY = "\x00"  # vocabulary keys of words start with it: no node label does
+
+
+def label_vocab(sets, min_word_sets: int = 0) -> Dict[str, int]:
     """Ids of the node labels of the candidates of ``sets`` (lists of nltk
     Trees or :class:`~..trees.TreeSetDAG` sets), after the reserved
-    UNKNOWN and WORD."""
-    labels = set()
+    UNKNOWN and WORD; with ``min_word_sets`` > 0, then of the words (leaves
+    under a preterminal) found in at least that many sets, keyed
+    ``WORD_KEY + word``."""
+    labels, words = set(), Counter()
     for cands in sets:
         if isinstance(cands, TreeSetDAG):
             symbols = cands.symbols
-            labels.update(symbols.labels[symbols.productions[p][0]] for p in cands.productions)
+            prods = [symbols.productions[p] for p in cands.productions]
+            labels.update(symbols.labels[label] for label, _ in prods)
+            found = {symbols.words[-syms[0] - 1] for _, syms in prods if _is_preterminal(syms)}
         else:
-            labels.update(t.label() for tree in cands if isinstance(tree, Tree)
-                          for t in tree.subtrees())
-    return {label: i + 2 for i, label in enumerate(sorted(labels))}
+            subtrees = [t for tree in cands if isinstance(tree, Tree) for t in tree.subtrees()]
+            labels.update(t.label() for t in subtrees)
+            found = {t[0] for t in subtrees if len(t) == 1 and not isinstance(t[0], Tree)}
+        words.update(found)
+    keys = sorted(labels)
+    if min_word_sets > 0:
+        keys += sorted(WORD_KEY + w for w, n in words.items() if n >= min_word_sets)
+    return {key: i + 2 for i, key in enumerate(keys)}
+
+
+def _is_preterminal(syms) -> bool:
+    """A production ``label -> word`` of a SymbolTable (words are negative)."""
+    return len(syms) == 1 and syms[0] < 0
+
+
+def _leaf_id(vocab: Dict[str, int], leaf: str, is_word: bool) -> int:
+    """A word's own id when the vocabulary has words; else the label id of a
+    leaf that is a known label (a bare label left by tree reduction, or a
+    punctuation word spelt as its tag), else WORD."""
+    found = vocab.get(WORD_KEY + leaf) if is_word else None
+    return vocab.get(leaf, WORD) if found is None else found
 
 
 def build_label_dag(sets: Sequence[Sequence[Tree]], vocab: Dict[str, int],
                     max_children: int, share: bool = True) -> LabelDAG:
     """Hash-cons the candidates of ``sets`` (each a list of nltk Trees or a
     :class:`~..trees.TreeSetDAG`; ``share=False`` keeps every node
-    separate: the same network values, for checking). A leaf string that is
-    a known label (a node kept as a bare label by tree reduction) gets that
-    label, any other leaf (a word) the WORD label; unseen labels get UNKNOWN;
-    children past ``max_children`` are pruned."""
+    separate: the same network values, for checking). A word in the
+    vocabulary gets its own id; any other leaf string that is a known label
+    (a node kept as a bare label by tree reduction) gets that label, any
+    other leaf the WORD label; unseen labels get UNKNOWN; children past
+    ``max_children`` are pruned."""
     ids: Dict[tuple, int] = {}
     labels: List[int] = []
     kids: List[tuple] = []
@@ -112,16 +143,16 @@ def build_label_dag(sets: Sequence[Sequence[Tree]], vocab: Dict[str, int],
         found = templates.get((id(symbols), p))
         if found is None:
             label, syms = symbols.productions[p]
-            slots = tuple(None if sym >= 0 else vocab.get(symbols.words[-sym - 1], WORD)
+            slots = tuple(None if sym >= 0 else _leaf_id(vocab, symbols.words[-sym - 1], _is_preterminal(syms))
                           for sym in syms[:max_children])
             found = templates[id(symbols), p] = (vocab.get(symbols.labels[label], UNKNOWN), slots,
                                                  sum(slot is None for slot in slots))
         return found
 
-    def visit(t) -> int:
+    def visit(t, is_word: bool = False) -> int:
         if not isinstance(t, Tree):
-            return node(vocab.get(t, WORD), ())
-        children = tuple(visit(c) for c in t[:max_children])
+            return node(_leaf_id(vocab, t, is_word), ())
+        children = tuple(visit(c, len(t) == 1) for c in t[:max_children])
         return node(vocab.get(t.label(), UNKNOWN), children)
 
     def dag_roots(dag: TreeSetDAG) -> List[int]:
