@@ -36,6 +36,7 @@ from thinc.api import Model
 
 from ..errors import StructPrefError
 from ..trees.dag import TreeSetDAG
+from ..trees.normalize import is_preterminal
 
 UNKNOWN, WORD = 0, 1  # label ids of unseen labels and of words (leaves that are not labels)
 
@@ -80,19 +81,21 @@ def label_vocab(sets, min_word_sets: int = 0) -> Dict[str, int]:
             symbols = cands.symbols
             prods = [symbols.productions[p] for p in cands.productions]
             labels.update(symbols.labels[label] for label, _ in prods)
-            found = {symbols.words[-syms[0] - 1] for _, syms in prods if _is_preterminal(syms)}
+            if min_word_sets > 0:
+                words.update({symbols.words[-syms[0] - 1] for _, syms in prods
+                              if _is_preterminal_production(syms)})
         else:
             subtrees = [t for tree in cands if isinstance(tree, Tree) for t in tree.subtrees()]
             labels.update(t.label() for t in subtrees)
-            found = {t[0] for t in subtrees if len(t) == 1 and not isinstance(t[0], Tree)}
-        words.update(found)
+            if min_word_sets > 0:
+                words.update({t[0] for t in subtrees if is_preterminal(t)})
     keys = sorted(labels)
     if min_word_sets > 0:
         keys += sorted(WORD_KEY + w for w, n in words.items() if n >= min_word_sets)
     return {key: i + 2 for i, key in enumerate(keys)}
 
 
-def _is_preterminal(syms) -> bool:
+def _is_preterminal_production(syms) -> bool:
     """A production ``label -> word`` of a SymbolTable (words are negative)."""
     return len(syms) == 1 and syms[0] < 0
 
@@ -143,7 +146,8 @@ def build_label_dag(sets: Sequence[Sequence[Tree]], vocab: Dict[str, int],
         found = templates.get((id(symbols), p))
         if found is None:
             label, syms = symbols.productions[p]
-            slots = tuple(None if sym >= 0 else _leaf_id(vocab, symbols.words[-sym - 1], _is_preterminal(syms))
+            word = _is_preterminal_production(syms)
+            slots = tuple(None if sym >= 0 else _leaf_id(vocab, symbols.words[-sym - 1], word)
                           for sym in syms[:max_children])
             found = templates[id(symbols), p] = (vocab.get(symbols.labels[label], UNKNOWN), slots,
                                                  sum(slot is None for slot in slots))

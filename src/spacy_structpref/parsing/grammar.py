@@ -21,6 +21,7 @@ from nltk.tree import Tree
 
 from ..errors import GrammarError, GrammarWarning, StructPrefError
 from ..saving import load_errors
+from ..trees.normalize import is_preterminal
 
 SEP = "^"
 INTERMEDIATE = "@"
@@ -33,10 +34,6 @@ def base_label(state: str) -> str:
 
 def is_intermediate(state: str) -> bool:
     return state.startswith(INTERMEDIATE)
-
-
-def _is_preterminal(node) -> bool:
-    return isinstance(node, Tree) and len(node) == 1 and not isinstance(node[0], Tree)
 
 
 # ------------------------------------------------------------ unknown words
@@ -104,7 +101,7 @@ def annotate(tree: Tree, ann: Annotation) -> Tree:
     # the walk's items are (node, its nearest ancestors' labels); a preterminal or a word ends it
     def children(item):
         node, ancestors = item
-        if not isinstance(node, Tree) or _is_preterminal(node):
+        if not isinstance(node, Tree) or is_preterminal(node):
             return None
         below = (ancestors + (node.label(),))[-keep:]
         return [(kid, below) for kid in node]
@@ -131,7 +128,7 @@ def annotate(tree: Tree, ann: Annotation) -> Tree:
         state = label
         if label != "TOP" and n_up > 0 and ancestors:
             state = label + SEP + SEP.join(reversed(ancestors[-n_up:]))
-        if (ann.split_unary_tags and len(node) == 1 and _is_preterminal(node[0])
+        if (ann.split_unary_tags and len(node) == 1 and is_preterminal(node[0])
                 and node[0].label() in _UNARY_TAGS):
             kids[0].set_label(kids[0].label() + SEP + "U")
         return Tree(state, kids)
@@ -347,13 +344,13 @@ def estimate_grammar(trees: Iterable[Tree], annotation: Annotation = Annotation(
         while stack:
             node = stack.pop()
             chain = [node.label()]
-            while len(node) == 1 and not _is_preterminal(node):
+            while len(node) == 1 and not is_preterminal(node):
                 node = node[0]
                 chain.append(node.label())
             if len(chain) > 1:
                 chain_count[tuple(chain)] += 1
                 lhs_count[chain[0]] += 1
-            if _is_preterminal(node):
+            if is_preterminal(node):
                 tags.append((node[0], node.label()))
                 continue
             kids = [k.label() for k in node]

@@ -11,6 +11,11 @@ TOP = "TOP"
 _FUNCTION_TAG = re.compile(r"^([^-=]+)[-=].*$")
 
 
+def is_preterminal(node) -> bool:
+    """A tree node whose only child is a word."""
+    return isinstance(node, Tree) and len(node) == 1 and not isinstance(node[0], Tree)
+
+
 def strip_function_tags(label: str) -> str:
     """``NP-SBJ-1`` → ``NP``, ``PP-LOC=2`` → ``PP``; ``-LRB-``/``-NONE-`` kept."""
     if not label or label.startswith("-"):
