@@ -194,3 +194,40 @@ def test_random_sampling_nests_sizes_and_keeps_subsets_disjoint(rnn_config):
         {id(t) for t in (random.train[i] for i in random.order[3:6])}) and b
     with pytest.raises(StructPrefError, match="sampling is one of"):
         experiments(sampling="shuffled")
+
+
+def test_validation_may_take_all_of_dev_only_for_a_test_evaluation(rnn_config):
+    """A test evaluation stops the RNN early on every dev sentence (by
+    default); a dev evaluation on the first 200, and must keep some dev
+    sentences to evaluate on; more than dev has is an error either way."""
+    from spacy_structpref.corpora import ptb_trees
+    from spacy_structpref.incremental.tables import AttachmentExperiments
+
+    n_dev = len(ptb_trees("dev"))
+    whole = AttachmentExperiments(CONFIGS / "vp.cfg", rnn_config, eval_sentences=1)  # by default on test
+    assert whole.validation_sentences == n_dev and whole.eval_sentences == 1
+    assert len(whole.validation) > 9000  # every dev sentence's preference sets
+    on_dev = AttachmentExperiments(CONFIGS / "vp.cfg", rnn_config, split="dev")
+    assert on_dev.validation_sentences == 200 and on_dev.eval_sentences == n_dev - 200
+    with pytest.raises(StructPrefError, match="at most the"):
+        AttachmentExperiments(CONFIGS / "vp.cfg", rnn_config, split="dev", validation_sentences=n_dev)
+    with pytest.raises(StructPrefError, match="at most the"):
+        AttachmentExperiments(CONFIGS / "vp.cfg", rnn_config, validation_sentences=n_dev + 1)
+
+
+def test_rnn_ensembles_in_the_tables(tmp_path, rnn_config):
+    """``--rnn-members N``: each RNN an ensemble of N nets (each stopping
+    early on its own); Table 4 reads one net's states, so it refuses them."""
+    out = tmp_path / "tables.json"
+    result = runner.invoke(app, ["attachment-tables", str(out), "--tables", "1", "--sizes", "3", "--max-steps", "3",
+                                 "--learners", "rnn", "--rnn-members", "2", "--rnn-config", str(rnn_config)])
+    assert result.exit_code == 0, result.output
+    data = json.loads(out.read_text())
+    assert data["settings"]["rnn_members"] == 2 and [r["learner"] for r in data["table1"]["rows"]] == ["RNN"]
+    # each foot class's best epochs are listed per member
+    assert re.search(r"best validation epochs: \{'\w+': \[\[\d, 2\], \[\d, 2\]\]", result.output)
+    result = runner.invoke(app, ["attachment-tables", str(out), "--tables", "4", "--max-steps", "3",
+                                 "--rnn-members", "2", "--rnn-config", str(rnn_config)])
+    assert result.exit_code == 1 and "rnn_members must be 1" in result.output
+    result = runner.invoke(app, ["attachment-tables", str(out), "--rnn-members", "0"])
+    assert result.exit_code == 1 and "--rnn-members is at least 1" in result.output

@@ -21,11 +21,12 @@ sizes are its first N sentences, so nested, and the subsets its consecutive
 blocks, so disjoint); ``sampling="first"`` takes the train split in corpus
 order instead (sentences of the same articles together); the CP inventory is
 read off the whole train split; evaluation is on every preference set of the
-test split (or its first sentences). The RNN stops early as the paper's did: each epoch's weights are
-scored by ``L_1`` on the preference sets of the first ``validation_sentences``
-of the dev split and the best epoch's kept (with specialisation, each foot
-class's net on that class's validation sets); an evaluation on dev leaves
-those sentences out. Learners are built from config files
+test split (or its first sentences). The RNN stops early as the paper's did
+(on 1,000 held-out sentences): each epoch's weights are scored by ``L_1`` on
+the preference sets of the dev split (all of it for a test evaluation; for a
+dev evaluation its first ``validation_sentences``, left out of the
+evaluation) and the best epoch's kept (with specialisation, each foot class's
+net on that class's validation sets). Learners are built from config files
 (``configs/learners/vp.cfg`` and ``rnn.cfg``); subset ``k`` seeds its
 learners with ``k``. Every candidate set is built once per evaluation and
 scored by all the models trained at that point.
@@ -52,6 +53,8 @@ CLASS_HEADS = {"Nouns": "Noun", "Verbs": "Verb", "Prepositions": "Prep.", "Artic
                "Punctuation": "Punc.", "Adjectives": "Adjec.", "Adverbs": "Adverb", "Conjunctions": "Conj.",
                "Possessives": "Poss.", "Others": "Other"}
 LEARNERS = ("vp", "rnn")
+# a dev evaluation stops the RNN early on the first 200 dev sentences and is scored on the rest
+DEV_VALIDATION_SENTENCES = 200
 SAMPLINGS = ("random", "first")  # the order training sentences are taken in
 NAMES = {"vp": "VP", "rnn": "RNN"}
 LOSS_CODE = {"pairwise": "P", "setwise": "S"}
@@ -173,24 +176,27 @@ class AttachmentExperiments:
     """The training data, the CP inventory, the evaluation sets and the
     learner configs the tables share. ``eval_sentences``: only the first
     sentences of the evaluation split (None: all); ``rnn_epochs``: override
-    the RNN config's epochs (short runs); ``validation_sentences``: the first
-    dev sentences whose preference sets the RNN stops early on (0: none; an
-    evaluation on dev starts after them); ``learners``: which of vp, rnn to
+    the RNN config's epochs (short runs); ``rnn_members``: each RNN is an
+    ensemble of that many nets, seeded 1,000 apart, their utilities averaged
+    (1: one net, the paper's); ``validation_sentences``: the first
+    dev sentences whose preference sets the RNN stops early on (0: none;
+    None: all of dev for a test evaluation, the first 200 for a dev one,
+    which starts after them); ``learners``: which of vp, rnn to
     train (Table 4 needs both); ``sampling``: ``"random"`` (a permutation of
     train seeded ``sample_seed``) or ``"first"`` (corpus order), the order
     training sizes and subsets are taken in; ``log``: progress lines."""
 
     def __init__(self, vp_config: Path, rnn_config: Path, split: str = "test",
                  eval_sentences: Optional[int] = None, rnn_epochs: Optional[int] = None,
-                 validation_sentences: int = 200, learners: Sequence[str] = LEARNERS,
-                 sampling: str = "random", sample_seed: int = 0,
+                 validation_sentences: Optional[int] = None, learners: Sequence[str] = LEARNERS,
+                 sampling: str = "random", sample_seed: int = 0, rnn_members: int = 1,
                  log: Callable[[str], None] = lambda line: None):
         from ..corpora import ptb_trees
 
         self.learners = [kind for kind in LEARNERS if kind in learners]
         if not self.learners or set(learners) - set(LEARNERS):
             raise StructPrefError(f"learners are among {', '.join(LEARNERS)}, got {list(learners)}")
-        if validation_sentences < 0:
+        if validation_sentences is not None and validation_sentences < 0:
             raise StructPrefError(f"validation_sentences must be >= 0, got {validation_sentences}")
 
         self.configs = {"vp": Path(vp_config), "rnn": Path(rnn_config)}
@@ -202,7 +208,9 @@ class AttachmentExperiments:
             raise StructPrefError(f"eval_sentences must be >= 1 (or None: all), got {eval_sentences}")
         if sampling not in SAMPLINGS:
             raise StructPrefError(f"sampling is one of {', '.join(SAMPLINGS)}, got {sampling!r}")
-        self.rnn_epochs, self.log = rnn_epochs, log
+        if not isinstance(rnn_members, int) or rnn_members < 1:
+            raise StructPrefError(f"rnn_members must be an integer of at least 1, got {rnn_members!r}")
+        self.rnn_epochs, self.rnn_members, self.log = rnn_epochs, rnn_members, log
         self.train = ptb_trees("train")
         self.sampling, self.sample_seed = sampling, sample_seed
         self.order = (np.random.RandomState(sample_seed).permutation(len(self.train)).tolist()
@@ -211,9 +219,12 @@ class AttachmentExperiments:
         self.symbols = SymbolTable()  # every tree-kernel VP and every candidate DAG share it
         self.split = split
         dev = ptb_trees("dev")
-        if validation_sentences >= len(dev):
-            raise StructPrefError(f"validation_sentences must leave some of the {len(dev)} dev sentences, "
-                                  f"got {validation_sentences}")
+        if validation_sentences is None:
+            validation_sentences = DEV_VALIDATION_SENTENCES if split == "dev" else len(dev)
+        # A dev evaluation needs sentences left after the validation ones; a test one may validate on all of dev.
+        if validation_sentences > len(dev) or (split == "dev" and validation_sentences == len(dev)):
+            raise StructPrefError(f"validation_sentences must be at most the {len(dev)} dev sentences (fewer when "
+                                  f"evaluating on dev), got {validation_sentences}")
         self.validation_sentences = validation_sentences
         self.validation = [s for t in dev[:validation_sentences] for s in preference_sets(t, self.inventory)]
         evaluation = ptb_trees(split)[validation_sentences if split == "dev" else 0:][:eval_sentences]
@@ -233,8 +244,11 @@ class AttachmentExperiments:
         if kind == "rnn" and self.rnn_epochs is not None:
             overrides["learner.epochs"] = self.rnn_epochs
         learner = learner_from_config(self.configs[kind], overrides)
+        from ..learners import EnsembleLearner
         from ..learners.kernels import TreeKernel
 
+        if kind == "rnn" and self.rnn_members > 1:
+            return EnsembleLearner.of_clones(learner, self.rnn_members)
         kernel = getattr(learner, "kernel", None)
         if kind == "vp":
             if not isinstance(kernel, TreeKernel):
@@ -284,7 +298,8 @@ class AttachmentExperiments:
         from ..learners import RecursiveNetLearner
 
         t0 = time.perf_counter()
-        validation = self.validation if isinstance(learner, RecursiveNetLearner) else None
+        members = getattr(learner, "members", [learner])
+        validation = self.validation if all(isinstance(m, RecursiveNetLearner) for m in members) else None
         trained, scorer = fit_attachment_learner(learner, psets, self.symbols, specialise=specialise,
                                                  validation=validation)
         if validation:
@@ -326,6 +341,8 @@ class AttachmentExperiments:
 
         if 4 in tables and set(self.learners) != set(LEARNERS):
             raise StructPrefError("Table 4 needs both learners (the RNN's states and the tree-kernel VP)")
+        if 4 in tables and self.rnn_members > 1:
+            raise StructPrefError("Table 4 reads one RNN's root states: rnn_members must be 1")
         losses = {kind: self.config_loss(kind) for kind in self.learners}
         per_subset = []
         for k in range(n_subsets):
@@ -368,7 +385,8 @@ class AttachmentExperiments:
         the figures so far after each part (a long run keeps what it did)."""
         t0 = time.perf_counter()
         result = {"settings": {"vp_config": str(self.configs["vp"]), "rnn_config": str(self.configs["rnn"]),
-                               "rnn_epochs": self.rnn_epochs, "split": self.split,
+                               "rnn_epochs": self.rnn_epochs, "rnn_members": self.rnn_members,
+                               "split": self.split,
                                "validation_sentences": self.validation_sentences,
                                "validation_sets": len(self.validation), "learners": self.learners,
                                "eval_sentences": self.eval_sentences, "eval_sets": len(self.eval_sets),
@@ -387,9 +405,16 @@ class AttachmentExperiments:
 
 
 def _best_epochs(trained) -> dict:
-    """``{class: [best epoch, epochs run]}`` of a (specialised) learner that stopped early."""
+    """``{class: [best epoch, epochs run]}`` of a (specialised) learner that
+    stopped early (of an ensemble, one pair per member)."""
     nets = getattr(trained, "learners", {"all": trained})
-    return {str(key): [net.best_epoch, len(net.losses)] for key, net in sorted(nets.items(), key=str)}
+
+    def epochs(net):
+        if hasattr(net, "members"):
+            return [epochs(member) for member in net.members]
+        return [net.best_epoch, len(net.losses)]
+
+    return {str(key): epochs(net) for key, net in sorted(nets.items(), key=str)}
 
 
 # -- printing -------------------------------------------------------------------

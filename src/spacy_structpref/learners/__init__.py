@@ -1,6 +1,7 @@
 """Preference learning (Menchetti et al. 2005, §5): learner kernels, the kernel
 voted perceptron and the recursive neural network over preference sets, one
-learner per class of sets (specialisation), and the ``L_r`` metric.
+learner per class of sets (specialisation), ensembles of learners, and the
+``L_r`` metric.
 
 The names below load on first use: the ``spacy_misc`` entry points name the
 config functions of :mod:`.registrations`, and resolving one of them must not
@@ -8,7 +9,8 @@ pull in the compiled kernels."""
 from importlib import import_module
 
 _MODULES = {
-    "CompositeKernel": "kernels", "KernelPerceptron": "perceptron", "LinearKernel": "kernels",
+    "CompositeKernel": "kernels", "EnsembleLearner": "ensemble", "KernelPerceptron": "perceptron",
+    "LinearKernel": "kernels",
     "PreferenceLearner": "base", "RecursiveNetLearner": "recursive", "ScoredTrees": "kernels",
     "SpecialisedLearner": "specialised", "TreeKernel": "kernels", "gold_rank": "metrics",
     "loss_at_r": "metrics", "pairwise_error": "metrics",

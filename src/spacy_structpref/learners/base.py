@@ -132,8 +132,9 @@ class PreferenceLearner(ABC):
         """Train on sets of candidates with each set's best index (None: no correct one)."""
 
     @abstractmethod
-    def clone(self) -> "PreferenceLearner":
-        """A fresh, untrained learner with the same settings (and kernel)."""
+    def clone(self, seed: Optional[int] = None) -> "PreferenceLearner":
+        """A fresh, untrained learner with the same settings (and kernel),
+        seeded ``seed`` (None: this learner's seed)."""
 
     @abstractmethod
     def utilities(self, candidates: Sequence) -> np.ndarray:

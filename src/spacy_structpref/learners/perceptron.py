@@ -65,11 +65,11 @@ class KernelPerceptron(PreferenceLearner):
         self.n_examples = 0  # T: examples seen (pairs or sets)
         self.n_updates = 0
 
-    def clone(self) -> "KernelPerceptron":
+    def clone(self, seed: Optional[int] = None) -> "KernelPerceptron":
         """An untrained perceptron with the same settings and the same kernel
-        (so the same SymbolTable)."""
+        (so the same SymbolTable), seeded ``seed`` (None: this one's seed)."""
         return type(self)(self.kernel, loss=self.loss, epochs=self.epochs, average=self.average,
-                          seed=self.seed, progress=self.progress)
+                          seed=self.seed if seed is None else seed, progress=self.progress)
 
     # -- the pool -------------------------------------------------------------
     @property

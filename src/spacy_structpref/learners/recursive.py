@@ -102,11 +102,13 @@ class RecursiveNetLearner(PreferenceLearner):
         self.losses: List[float] = []  # mean loss per set, per epoch of fit
         self._rng = random.Random(seed)  # one shuffle stream across fit calls
 
-    def clone(self) -> "RecursiveNetLearner":
-        """An untrained learner with the same settings; the optimizer is
-        shared (an optimizer keeps its state per model parameter)."""
+    def clone(self, seed: Optional[int] = None) -> "RecursiveNetLearner":
+        """An untrained learner with the same settings, seeded ``seed`` (None:
+        this one's seed); the optimizer is shared (an optimizer keeps its
+        state per model parameter)."""
         return type(self)(self.width, self.max_children, self.loss, self.epochs, self.batch_size,
-                          optimizer=self.optimizer, seed=self.seed, progress=self.progress,
+                          optimizer=self.optimizer, seed=self.seed if seed is None else seed,
+                          progress=self.progress,
                           log_p_input=self.log_p_input, log_p_a=self.log_p_a, log_p_b=self.log_p_b,
                           patience=self.patience, min_word_sets=self.min_word_sets)
 

@@ -20,6 +20,7 @@ from .base import LearnerKernel, PreferenceLearner
 
 if TYPE_CHECKING:
     from ..reranking.forest_kernel import ForestKernel
+    from .ensemble import EnsembleLearner
     from .kernels import CompositeKernel, LinearKernel, TreeKernel
     from .perceptron import KernelPerceptron
     from .recursive import RecursiveNetLearner
@@ -105,3 +106,13 @@ def make_specialised_learner(prototype: PreferenceLearner) -> "SpecialisedLearne
     from .specialised import SpecialisedLearner
 
     return SpecialisedLearner(prototype)
+
+
+@registry.misc("spacy_structpref.EnsembleLearner.v1")
+def make_ensemble_learner(prototype: PreferenceLearner, n_members: int = 3,
+                          seed_step: int = 1000) -> "EnsembleLearner":
+    """``n_members`` clones of ``prototype`` seeded ``seed``, ``seed + seed_step``, …;
+    their utilities averaged."""
+    from .ensemble import EnsembleLearner
+
+    return EnsembleLearner.of_clones(prototype, n_members, seed_step)

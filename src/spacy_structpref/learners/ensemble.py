@@ -1,0 +1,113 @@
+"""An ensemble of preference learners: ``U(x)`` is the mean of the members'
+utilities. Recursive networks trained from different random initialisations
+settle in different minima, and averaging their outputs lowers the variance
+of a single network (Hansen & Salamon 1990); Menchetti et al. (2005) train
+one network per foot class, whose first-pass attachment error moves by about
+a point from one initialisation to the next on the PTB sample. The members
+are clones of one prototype, seeded ``seed``, ``seed + seed_step``, …"""
+from contextlib import ExitStack
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ..errors import SavedModelError, StructPrefError
+from .base import Parts, PreferenceLearner, candidate_list
+
+
+class EnsembleLearner(PreferenceLearner):
+    """``members`` trained learners' mean utility. Training trains every
+    member on the same sets (``fit``'s validation sets go to each member,
+    for a learner that stops early on them)."""
+
+    def __init__(self, members: Sequence[PreferenceLearner]):
+        members = list(members)
+        if not members or not all(isinstance(m, PreferenceLearner) for m in members):
+            raise StructPrefError("an ensemble needs at least one preference learner, got "
+                                  f"{[type(m).__name__ for m in members]}")
+        self.members: List[PreferenceLearner] = members
+
+    @classmethod
+    def of_clones(cls, prototype: PreferenceLearner, n_members: int, seed_step: int = 1000) -> "EnsembleLearner":
+        """``n_members`` clones of ``prototype``, the i-th seeded ``prototype.seed + i · seed_step``."""
+        if not isinstance(n_members, int) or n_members < 1:
+            raise StructPrefError(f"n_members must be an integer of at least 1, got {n_members!r}")
+        if not isinstance(prototype, PreferenceLearner):
+            raise StructPrefError(f"the prototype must be a preference learner, got a {type(prototype).__name__}")
+        seed = getattr(prototype, "seed", 0)
+        return cls([prototype.clone(seed + i * seed_step) for i in range(n_members)])
+
+    @property
+    def seed(self) -> int:
+        return getattr(self.members[0], "seed", 0)
+
+    @property
+    def loss(self) -> str:
+        return getattr(self.members[0], "loss")
+
+    # -- learning -------------------------------------------------------------
+    def initialize(self, sets: Sequence[Sequence],
+                   gold: Optional[Sequence[Optional[int]]] = None) -> "EnsembleLearner":
+        for member in self.members:
+            member.initialize(sets, gold)
+        return self
+
+    def update(self, sets: Sequence[Sequence], gold: Sequence[Optional[int]], *, sgd=None,
+               losses: Optional[Dict[str, float]] = None) -> Dict[str, float]:
+        """Every member's ``update`` on the sets (their losses summed)."""
+        losses = {} if losses is None else losses
+        for member in self.members:
+            member.update(sets, gold, sgd=sgd, losses=losses)
+        return losses
+
+    def finish_update(self, sgd) -> None:
+        for member in self.members:
+            member.finish_update(sgd)
+
+    def finish_training(self) -> "EnsembleLearner":
+        for member in self.members:
+            member.finish_training()
+        return self
+
+    def fit(self, sets: Sequence[Sequence], gold: Sequence[Optional[int]],
+            validation: Optional[Tuple[Sequence[Sequence], Sequence[Optional[int]]]] = None) -> "EnsembleLearner":
+        """Each member's ``fit``, one after another; ``validation`` is passed to each."""
+        for member in self.members:
+            if validation is None:
+                member.fit(sets, gold)
+            else:
+                member.fit(sets, gold, validation=validation)
+        return self
+
+    def clone(self, seed: Optional[int] = None) -> "EnsembleLearner":
+        """Untrained clones of the members; with ``seed``, the members' seeds
+        shifted so that the first is ``seed`` (their spacing kept)."""
+        shift = 0 if seed is None else seed - self.seed
+        return type(self)([m.clone(getattr(m, "seed", 0) + shift) for m in self.members])
+
+    # -- prediction -----------------------------------------------------------
+    def utilities(self, candidates: Sequence) -> np.ndarray:
+        """The mean of the members' utilities of the candidates of one set."""
+        candidates = candidate_list(candidates)
+        return np.mean([np.asarray(m.utilities(candidates), dtype=np.float64) for m in self.members], axis=0)
+
+    def use_params(self, params: Dict) -> ExitStack:
+        stack = ExitStack()
+        for member in self.members:
+            stack.enter_context(member.use_params(params))
+        return stack
+
+    # -- saving ---------------------------------------------------------------
+    def _parts(self) -> Parts:
+        """``members``: each member's bytes, loaded into a clone of the member
+        in its place; a save of another number of members is refused."""
+        return {"members": (self._member_bytes, self._set_members)}
+
+    def _member_bytes(self) -> List[bytes]:
+        return [member.to_bytes() for member in self.members]
+
+    def _set_members(self, saved: list) -> None:
+        if not isinstance(saved, list) or len(saved) != len(self.members):
+            count = len(saved) if isinstance(saved, list) else type(saved).__name__
+            raise SavedModelError(f"the saved ensemble has {count} members, this one {len(self.members)}: "
+                                  "load it into an ensemble built from the config that trained it")
+        self.members = [member.clone().from_bytes(data) for member, data in zip(self.members, saved)]

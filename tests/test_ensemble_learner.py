@@ -1,0 +1,97 @@
+"""The ensemble learner: its utilities are the mean of independently trained
+members (checked against nets trained on their own), it saves and loads
+them, it goes inside a specialised learner with validation sets, and it
+refuses bad settings and saves of another size."""
+import numpy as np
+import pytest
+from spacy.util import registry
+from thinc.api import Adam
+
+from spacy_structpref.corpora import ptb_trees
+from spacy_structpref.errors import SavedModelError, StructPrefError
+from spacy_structpref.incremental import CPInventory, preference_sets
+from spacy_structpref.learners import (EnsembleLearner, KernelPerceptron, RecursiveNetLearner, SpecialisedLearner,
+                                       TreeKernel)
+from spacy_structpref.trees import SymbolTable
+
+
+@pytest.fixture(scope="module")
+def data():
+    inventory = CPInventory.from_trees(ptb_trees("train")[:200])
+    symbols = SymbolTable()
+
+    def sets(trees):
+        out = [s for t in trees for s in preference_sets(t, inventory)]
+        return [s.dag(symbols, reduced=True) for s in out], [s.gold for s in out]
+
+    return sets(ptb_trees("train")[:12]), sets(ptb_trees("dev")[:4])
+
+
+def net(seed, epochs=3):
+    return RecursiveNetLearner(width=6, epochs=epochs, batch_size=4, optimizer=Adam(0.05), seed=seed,
+                               patience=0)
+
+
+def test_utilities_are_the_mean_of_nets_trained_alone(data, tmp_path):
+    (train, gold), (val, val_gold) = data
+    ensemble = EnsembleLearner.of_clones(net(3), 3, seed_step=10)
+    assert [m.seed for m in ensemble.members] == [3, 13, 23] and ensemble.seed == 3
+    ensemble.fit(train, gold, validation=(val, val_gold))
+    alone = [net(seed).fit(train, gold, validation=(val, val_gold)) for seed in (3, 13, 23)]
+    assert [m.best_epoch for m in ensemble.members] == [a.best_epoch for a in alone]
+    assert len({tuple(a.utilities(val[0])) for a in alone}) == 3  # the seeds give different nets
+    for cands in val[:25]:
+        expected = np.mean([a.utilities(cands) for a in alone], axis=0)
+        np.testing.assert_allclose(ensemble.utilities(cands), expected, rtol=1e-5, atol=1e-6)
+    # saved and loaded, in bytes and on disk, into an ensemble of the same size
+    for loaded in (EnsembleLearner.of_clones(net(0), 3).from_bytes(ensemble.to_bytes()),
+                   (ensemble.to_disk(tmp_path / "ensemble"),
+                    EnsembleLearner.of_clones(net(0), 3).from_disk(tmp_path / "ensemble"))[1]):
+        for cands in val[:10]:
+            np.testing.assert_allclose(loaded.utilities(cands), ensemble.utilities(cands), rtol=1e-6)
+    smaller = EnsembleLearner.of_clones(net(0), 2)
+    with pytest.raises(SavedModelError, match="3 members, this one 2"):
+        smaller.from_bytes(ensemble.to_bytes())
+    assert all(m.model is None for m in smaller.members)  # a refused load leaves it as it was
+
+
+def test_clones_keep_the_spacing_of_the_seeds():
+    ensemble = EnsembleLearner.of_clones(net(5), 2, seed_step=7)
+    assert [m.seed for m in ensemble.clone().members] == [5, 12]
+    assert [m.seed for m in ensemble.clone(seed=1).members] == [1, 8]
+    assert all(m.model is None for m in ensemble.clone().members)
+
+
+def test_perceptron_members_and_specialisation(data):
+    """Any preference learner can be a member; an ensemble is a specialised
+    learner's prototype like any other, validation sets included."""
+    (train, gold), (val, val_gold) = data
+    kernel = TreeKernel(0.4)
+    kernel.symbols = train[0].symbols  # the DAGs' own
+    perceptrons = EnsembleLearner([KernelPerceptron(kernel, epochs=1, seed=s) for s in (0, 1)]).fit(train, gold)
+    alone = [KernelPerceptron(kernel, epochs=1, seed=s).fit(train, gold) for s in (0, 1)]
+    for cands in val[:10]:
+        np.testing.assert_allclose(perceptrons.utilities(cands),
+                                   np.mean([a.utilities(cands) for a in alone], axis=0), rtol=1e-9)
+    keys, val_keys = [len(c) % 2 for c in train], [len(c) % 2 for c in val]
+    spec = SpecialisedLearner(EnsembleLearner.of_clones(net(0, epochs=2), 2)).fit(
+        train, gold, keys, validation=(val, val_gold, val_keys))
+    for learner in spec.learners.values():
+        assert isinstance(learner, EnsembleLearner) and [m.seed for m in learner.members] == [0, 1000]
+        assert all(len(m.validation_losses) == 2 for m in learner.members)
+
+
+def test_config_and_bad_input():
+    config = {"@misc": "spacy_structpref.EnsembleLearner.v1", "n_members": 2, "seed_step": 100,
+              "prototype": {"@misc": "spacy_structpref.RecursiveNetLearner.v1", "width": 6, "seed": 4}}
+    ensemble = registry.resolve({"learner": config})["learner"]
+    assert isinstance(ensemble, EnsembleLearner) and [m.seed for m in ensemble.members] == [4, 104]
+    assert ensemble.loss == "setwise"
+    with pytest.raises(StructPrefError, match="at least one preference learner"):
+        EnsembleLearner([])
+    with pytest.raises(StructPrefError, match="at least one preference learner"):
+        EnsembleLearner([net(0), "a net"])
+    with pytest.raises(StructPrefError, match="n_members must be an integer of at least 1"):
+        EnsembleLearner.of_clones(net(0), 0)
+    with pytest.raises(StructPrefError, match="must be a preference learner"):
+        EnsembleLearner.of_clones("a net", 2)
