@@ -95,3 +95,37 @@ def test_config_and_bad_input():
         EnsembleLearner.of_clones(net(0), 0)
     with pytest.raises(StructPrefError, match="must be a preference learner"):
         EnsembleLearner.of_clones("a net", 2)
+
+
+@pytest.mark.parametrize("prototype", [
+    {"@misc": "spacy_structpref.RecursiveNetLearner.v1", "width": 6, "progress": False},
+    {"@misc": "spacy_structpref.KernelPerceptron.v1", "progress": False,
+     "kernel": {"@misc": "spacy_structpref.TreeKernel.v1", "lam": 0.4}},
+])
+def test_an_ensemble_in_the_attachment_predictor(prototype, tmp_path):
+    """The component takes an ensemble as its learner: trained by spaCy's
+    updates, its parses survive a save and load."""
+    import spacy
+    from spacy.tokens import Doc
+    from spacy.training import Example
+
+    from spacy_structpref.corpora import corpus_docs
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("attachment_predictor", config={"learner": {
+        "@misc": "spacy_structpref.EnsembleLearner.v1", "n_members": 2, "prototype": prototype}})
+    examples = [Example(d, d) for d in corpus_docs("ptb", "train", nlp.vocab, limit=6)]
+    sgd = nlp.initialize(lambda: examples)
+    for _ in range(2):
+        nlp.update(examples, sgd=sgd)
+    learner = nlp.get_pipe("attachment_predictor").learner
+    assert all(isinstance(m, EnsembleLearner) and len(m.members) == 2 for m in learner.learners.values())
+    dev = [([t.text for t in d], [t.tag_ for t in d]) for d in corpus_docs("ptb", "dev", nlp.vocab, limit=3)]
+
+    def parses(pipeline):  # words and tags only, as a tagger hands them over
+        return [str(d._.parse) for d in pipeline.pipe(Doc(pipeline.vocab, words=w, tags=t) for w, t in dev)]
+
+    before = parses(nlp)
+    assert all(p.startswith("(TOP") for p in before)
+    nlp.to_disk(tmp_path / "nlp")
+    assert parses(spacy.load(tmp_path / "nlp")) == before

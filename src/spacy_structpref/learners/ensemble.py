@@ -44,6 +44,13 @@ class EnsembleLearner(PreferenceLearner):
     def loss(self) -> str:
         return getattr(self.members[0], "loss")
 
+    @property
+    def kernel(self):
+        """The members' kernel, when they share one (clones of a perceptron
+        do: candidate DAGs are built with its SymbolTable); else None."""
+        kernels = {id(getattr(m, "kernel", None)): getattr(m, "kernel", None) for m in self.members}
+        return next(iter(kernels.values())) if len(kernels) == 1 else None
+
     # -- learning -------------------------------------------------------------
     def initialize(self, sets: Sequence[Sequence],
                    gold: Optional[Sequence[Optional[int]]] = None) -> "EnsembleLearner":
