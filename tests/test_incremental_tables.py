@@ -224,6 +224,7 @@ def test_rnn_ensembles_in_the_tables(tmp_path, rnn_config):
     assert result.exit_code == 0, result.output
     data = json.loads(out.read_text())
     assert data["settings"]["rnn_members"] == 2 and [r["learner"] for r in data["table1"]["rows"]] == ["RNN"]
+    assert "each RNN the mean of 2 nets" in result.output
     # each foot class's best epochs are listed per member
     assert re.search(r"best validation epochs: \{'\w+': \[\[\d, 2\], \[\d, 2\]\]", result.output)
     result = runner.invoke(app, ["attachment-tables", str(out), "--tables", "4", "--max-steps", "3",

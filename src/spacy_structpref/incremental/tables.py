@@ -424,6 +424,8 @@ def format_tables(result: dict) -> str:
     where = (f"{settings['split']} split, {settings['eval_sentences']} sentences, {settings['eval_sets']:,} "
              f"preference sets; CP inventory from all {settings['train_sentences']:,} train sentences "
              f"({settings['cp_types']:,} types)")
+    if settings.get("rnn_members", 1) > 1:
+        where += f"; each RNN the mean of {settings['rnn_members']} nets"
     out = [f"First-pass attachment (Menchetti et al. 2005, §6.3) on the PTB sample: {where}"]
     if "table1" in result:
         out += ["", _format_table1(result["table1"])]

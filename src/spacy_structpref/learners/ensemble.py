@@ -42,7 +42,7 @@ class EnsembleLearner(PreferenceLearner):
 
     @property
     def loss(self) -> str:
-        return getattr(self.members[0], "loss")
+        return self.members[0].loss
 
     @property
     def kernel(self):
