@@ -295,11 +295,8 @@ class AttachmentExperiments:
         return {cls: 100 * self.eval_class.count(cls) / n for cls in CLASSES}
 
     def _timed_fit(self, learner, psets, specialise: bool):
-        from ..learners import RecursiveNetLearner
-
         t0 = time.perf_counter()
-        members = getattr(learner, "members", [learner])
-        validation = self.validation if all(isinstance(m, RecursiveNetLearner) for m in members) else None
+        validation = self.validation if learner.takes_validation else None
         trained, scorer = fit_attachment_learner(learner, psets, self.symbols, specialise=specialise,
                                                  validation=validation)
         if validation:

@@ -5,7 +5,7 @@ spaCy components save)."""
 import copy
 from abc import ABC, abstractmethod
 from collections.abc import Sequence as SequenceABC
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import (Any, Callable, Dict, Iterable, Iterator, List, Optional, Protocol, Sequence, Tuple,
                     runtime_checkable)
@@ -109,6 +109,9 @@ class PreferenceLearner(ABC):
     caller's optimizer where the learner has gradients), ``finish_training``
     when training ends; ``fit`` does all of it for a whole training set."""
 
+    # whether ``fit`` takes ``validation=(sets, gold)`` and stops early on them
+    takes_validation = False
+
     @abstractmethod
     def initialize(self, sets: Sequence[Sequence],
                    gold: Optional[Sequence[Optional[int]]] = None) -> "PreferenceLearner":
@@ -193,6 +196,14 @@ class PreferenceLearner(ABC):
         with load_errors(f"{type(self).__name__} from {path}"):
             return self._load(lambda setters: util.from_disk(
                 path, {f"{name}.msgpack": _reader(put) for name, put in setters.items()}, exclude))
+
+
+def params_of_all(learners: Iterable["PreferenceLearner"], params: Dict) -> ExitStack:
+    """Every learner's ``use_params(params)``, entered together."""
+    stack = ExitStack()
+    for learner in learners:
+        stack.enter_context(learner.use_params(params))
+    return stack
 
 
 def _reader(put: Callable[[Any], None]) -> Callable[[Path], None]:

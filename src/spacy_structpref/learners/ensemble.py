@@ -11,7 +11,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..errors import SavedModelError, StructPrefError
-from .base import Parts, PreferenceLearner, candidate_list
+from .base import Parts, PreferenceLearner, candidate_list, params_of_all
 
 
 class EnsembleLearner(PreferenceLearner):
@@ -48,8 +48,12 @@ class EnsembleLearner(PreferenceLearner):
     def kernel(self):
         """The members' kernel, when they share one (clones of a perceptron
         do: candidate DAGs are built with its SymbolTable); else None."""
-        kernels = {id(getattr(m, "kernel", None)): getattr(m, "kernel", None) for m in self.members}
-        return next(iter(kernels.values())) if len(kernels) == 1 else None
+        kernels = [getattr(m, "kernel", None) for m in self.members]
+        return kernels[0] if all(k is kernels[0] for k in kernels) else None
+
+    @property
+    def takes_validation(self) -> bool:
+        return all(m.takes_validation for m in self.members)
 
     # -- learning -------------------------------------------------------------
     def initialize(self, sets: Sequence[Sequence],
@@ -98,10 +102,7 @@ class EnsembleLearner(PreferenceLearner):
         return np.mean([np.asarray(m.utilities(candidates), dtype=np.float64) for m in self.members], axis=0)
 
     def use_params(self, params: Dict) -> ExitStack:
-        stack = ExitStack()
-        for member in self.members:
-            stack.enter_context(member.use_params(params))
-        return stack
+        return params_of_all(self.members, params)
 
     # -- saving ---------------------------------------------------------------
     def _parts(self) -> Parts:

@@ -102,6 +102,8 @@ class RecursiveNetLearner(PreferenceLearner):
         self.losses: List[float] = []  # mean loss per set, per epoch of fit
         self._rng = random.Random(seed)  # one shuffle stream across fit calls
 
+    takes_validation = True
+
     def clone(self, seed: Optional[int] = None) -> "RecursiveNetLearner":
         """An untrained learner with the same settings, seeded ``seed`` (None:
         this one's seed); the optimizer is shared (an optimizer keeps its

@@ -13,7 +13,7 @@ from spacy import util
 
 from ..errors import SavedModelError, StructPrefError
 from ..saving import atomic_directory, check_saved, inside, load_errors
-from .base import PreferenceLearner, Subsequence, candidate_list, teaching_sets
+from .base import PreferenceLearner, Subsequence, candidate_list, params_of_all, teaching_sets
 
 
 class SpecialisedLearner:
@@ -123,10 +123,7 @@ class SpecialisedLearner:
 
     def use_params(self, params: Dict) -> ExitStack:
         """Every key's learner's ``use_params(params)``."""
-        stack = ExitStack()
-        for learner in self.learners.values():
-            stack.enter_context(learner.use_params(params))
-        return stack
+        return params_of_all(self.learners.values(), params)
 
     # -- saving ---------------------------------------------------------------
     def _saved_learners(self) -> List[Tuple[str, PreferenceLearner]]:
