@@ -79,6 +79,13 @@ def test_perceptron_members_and_specialisation(data):
     for learner in spec.learners.values():
         assert isinstance(learner, EnsembleLearner) and [m.seed for m in learner.members] == [0, 1000]
         assert all(len(m.validation_losses) == 2 for m in learner.members)
+    # validation sets for learners that cannot stop early on them: a clear error, nothing trained
+    with pytest.raises(StructPrefError, match="EnsembleLearner does not stop early on validation sets"):
+        perceptrons.clone().fit(train, gold, validation=(val, val_gold))
+    refused = SpecialisedLearner(KernelPerceptron(kernel, epochs=1))
+    with pytest.raises(StructPrefError, match="KernelPerceptron does not stop early on validation sets"):
+        refused.fit(train, gold, keys, validation=(val, val_gold, val_keys))
+    assert not refused.learners
 
 
 def test_config_and_bad_input():

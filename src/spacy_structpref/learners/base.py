@@ -198,6 +198,13 @@ class PreferenceLearner(ABC):
                 path, {f"{name}.msgpack": _reader(put) for name, put in setters.items()}, exclude))
 
 
+def check_takes_validation(learner: "PreferenceLearner") -> None:
+    """Refuse validation sets for a learner whose ``fit`` does not stop early on them."""
+    if not learner.takes_validation:
+        raise StructPrefError(f"a {type(learner).__name__} does not stop early on validation sets (only "
+                              "recursive networks do, and ensembles of them): train it without validation")
+
+
 def params_of_all(learners: Iterable["PreferenceLearner"], params: Dict) -> ExitStack:
     """Every learner's ``use_params(params)``, entered together."""
     stack = ExitStack()

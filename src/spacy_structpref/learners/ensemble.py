@@ -11,7 +11,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..errors import SavedModelError, StructPrefError
-from .base import Parts, PreferenceLearner, candidate_list, params_of_all
+from .base import Parts, PreferenceLearner, candidate_list, check_takes_validation, params_of_all
 
 
 class EnsembleLearner(PreferenceLearner):
@@ -82,6 +82,8 @@ class EnsembleLearner(PreferenceLearner):
     def fit(self, sets: Sequence[Sequence], gold: Sequence[Optional[int]],
             validation: Optional[Tuple[Sequence[Sequence], Sequence[Optional[int]]]] = None) -> "EnsembleLearner":
         """Each member's ``fit``, one after another; ``validation`` is passed to each."""
+        if validation is not None:
+            check_takes_validation(self)
         for member in self.members:
             if validation is None:
                 member.fit(sets, gold)

@@ -13,7 +13,8 @@ from spacy import util
 
 from ..errors import SavedModelError, StructPrefError
 from ..saving import atomic_directory, check_saved, inside, load_errors
-from .base import PreferenceLearner, Subsequence, candidate_list, params_of_all, teaching_sets
+from .base import (PreferenceLearner, Subsequence, candidate_list, check_takes_validation, params_of_all,
+                   teaching_sets)
 
 
 class SpecialisedLearner:
@@ -91,10 +92,12 @@ class SpecialisedLearner:
         key of ``sets[i]``) with its ``fit``; can be called again to go on.
         ``validation``: held-out ``(sets, gold, keys)``; each key's learner
         gets the sets of its key as its ``fit(..., validation=(sets, gold))``
-        (a key without any, none); only learners that choose on validation
-        sets (the recursive net) take them."""
+        (a key without any, none); a prototype that does not stop early on
+        validation sets (``takes_validation``: only the recursive net and its
+        ensembles do) is refused them."""
         held: Dict[Hashable, Tuple[Sequence[Sequence], List]] = {}
         if validation is not None:
+            check_takes_validation(self.prototype)
             if not (isinstance(validation, (tuple, list)) and len(validation) == 3):
                 raise StructPrefError("validation is a triple (sets, gold, keys)")
             held = {key: (key_sets, key_gold) for key, key_sets, key_gold in self._groups(*validation)}
