@@ -71,6 +71,8 @@ class RecursiveNetLearner(PreferenceLearner):
     with (in a config, ``[learner.optimizer]``; ``configs/learners/rnn.cfg``
     has the tuned Adam), with fixed settings: a schedule is refused."""
 
+    takes_validation = True  # fit stops early on validation sets
+
     def __init__(self, width: int = 25, max_children: int = 15, loss: str = "setwise",
                  epochs: int = 12, batch_size: int = 32, optimizer: Optional[Optimizer] = None,
                  seed: int = 0, progress: Optional[bool] = None, log_p_input: bool = False,
@@ -101,8 +103,6 @@ class RecursiveNetLearner(PreferenceLearner):
         self.model: Optional[Model] = None
         self.losses: List[float] = []  # mean loss per set, per epoch of fit
         self._rng = random.Random(seed)  # one shuffle stream across fit calls
-
-    takes_validation = True
 
     def clone(self, seed: Optional[int] = None) -> "RecursiveNetLearner":
         """An untrained learner with the same settings, seeded ``seed`` (None:
