@@ -111,6 +111,9 @@ class PreferenceLearner(ABC):
 
     # whether ``fit`` takes ``validation=(sets, gold)`` and stops early on them
     takes_validation = False
+    # what the learner's random choices start from (``clone(seed)`` sets it); a
+    # learner without any keeps 0
+    seed: int = 0
 
     @abstractmethod
     def initialize(self, sets: Sequence[Sequence],

@@ -33,12 +33,11 @@ class EnsembleLearner(PreferenceLearner):
             raise StructPrefError(f"n_members must be an integer of at least 1, got {n_members!r}")
         if not isinstance(prototype, PreferenceLearner):
             raise StructPrefError(f"the prototype must be a preference learner, got a {type(prototype).__name__}")
-        seed = getattr(prototype, "seed", 0)
-        return cls([prototype.clone(seed + i * seed_step) for i in range(n_members)])
+        return cls([prototype.clone(prototype.seed + i * seed_step) for i in range(n_members)])
 
     @property
     def seed(self) -> int:
-        return getattr(self.members[0], "seed", 0)
+        return self.members[0].seed
 
     @property
     def loss(self) -> str:
@@ -95,7 +94,7 @@ class EnsembleLearner(PreferenceLearner):
         """Untrained clones of the members; with ``seed``, the members' seeds
         shifted so that the first is ``seed`` (their spacing kept)."""
         shift = 0 if seed is None else seed - self.seed
-        return type(self)([m.clone(getattr(m, "seed", 0) + shift) for m in self.members])
+        return type(self)([m.clone(m.seed + shift) for m in self.members])
 
     # -- prediction -----------------------------------------------------------
     def utilities(self, candidates: Sequence) -> np.ndarray:
