@@ -7,12 +7,17 @@ configs/learners/vp.cfg) or the recursive neural network (``--learner rnn``:
 configs/learners/rnn.cfg), or any config file with a ``[learner]`` block. Every
 model is evaluated on the test split with L_1/L_2/L_5 (%), then mean ± std.
 
-``--specialise`` trains one learner per foot class of the incoming word.
+``--specialise`` trains one learner per foot class of the incoming word. A
+learner that stops early on validation sets (the recursive net, as Menchetti
+et al. stopped on section 24) stops on the sets of dev sentences
+(``--validation-sentences``: all of dev for a test evaluation, the first 200
+for a dev one, which then starts after them; 0: none), as
+``attachment-tables`` does.
 
 Paper (WSJ, reduction): 100 sentences, 5 subsets: L_1 VP 26.7 ± 0.4, RNN
 26.0 ± 1.0; with specialisation, 2,000 sentences: VP 18.3, RNN 17.3.
 
-    NLTK_DATA=../shared/nltk_data python bench/attachment.py [--learner vp] [--subsets 5] [--size 100] [--full-trees] [--specialise]
+    NLTK_DATA=../shared/nltk_data python bench/attachment.py [--learner vp] [--subsets 5] [--size 100] [--full-trees] [--specialise] [--validation-sentences N]
 """
 import argparse
 import statistics
@@ -20,9 +25,9 @@ import time
 from pathlib import Path
 
 from spacy_structpref.corpora import ptb_trees
-from spacy_structpref.incremental import CandidateSets, CPInventory, foot_class, preference_sets
-from spacy_structpref.incremental.tables import learner_from_config
-from spacy_structpref.learners import KernelPerceptron, SpecialisedLearner, TreeKernel, loss_at_r
+from spacy_structpref.incremental import CPInventory, preference_sets
+from spacy_structpref.incremental.tables import DEV_VALIDATION_SENTENCES, fit_attachment_learner, learner_from_config
+from spacy_structpref.learners import KernelPerceptron, TreeKernel, loss_at_r
 from spacy_structpref.trees import SymbolTable
 
 R = (1, 2, 5)
@@ -43,6 +48,9 @@ def main():
                         help="default: the config's")
     parser.add_argument("--lam", type=float, default=None, help="default: the config's")
     parser.add_argument("--epochs", type=int, default=None, help="default: the config's")
+    parser.add_argument("--validation-sentences", type=int, default=None,
+                        help="dev sentences an early-stopping learner stops on (default: all of dev for "
+                             f"test, the first {DEV_VALIDATION_SENTENCES} for dev; 0: none)")
     args = parser.parse_args()
     reduced = not args.full_trees
     config_path = Path(args.learner)
@@ -61,17 +69,27 @@ def main():
     if args.subsets * args.size > len(train):
         parser.error(f"{args.subsets} × {args.size} sentences exceed the {len(train)} of train")
     inventory = CPInventory.from_trees(train)
-    evaluation = [s for t in ptb_trees(args.split)[: args.eval_sentences]
+    dev = ptb_trees("dev")
+    n_valid = args.validation_sentences
+    if n_valid is None:
+        n_valid = DEV_VALIDATION_SENTENCES if args.split == "dev" else len(dev)
+    if not 0 <= n_valid <= len(dev) - (args.split == "dev"):
+        parser.error(f"--validation-sentences is between 0 and the {len(dev)} dev sentences "
+                     "(fewer when evaluating on dev)")
+    evaluation = [s for t in ptb_trees(args.split)[n_valid if args.split == "dev" else 0:][: args.eval_sentences]
                   for s in preference_sets(t, inventory)]
     eval_gold = [s.gold for s in evaluation]
     first = make_learner(0)
+    validation = ([s for t in dev[:n_valid] for s in preference_sets(t, inventory)]
+                  if first.takes_validation else None)
     kernel = getattr(first, "kernel", None)
     print(f"{len(evaluation)} {args.split} preference sets, "
           f"{sum(len(s) for s in evaluation) / len(evaluation):.1f} candidates on average, "
           f"{100 * sum(g is None for g in eval_gold) / len(eval_gold):.2f}% without a correct one; "
           f"{'reduced' if reduced else 'full'} trees, {config_path.stem}, {first.loss} loss"
           + (f", λ = {kernel.lam}" if isinstance(kernel, TreeKernel) else "")
-          + (", one learner per foot class" if args.specialise else ""))
+          + (", one learner per foot class" if args.specialise else "")
+          + (f", stopping early on {n_valid} dev sentences" if validation else ""))
 
     print(f"{'subset':>6s} {'sets':>6s} {'updates':>8s} {'support':>8s} {'train s':>8s} "
           f"{'eval s':>7s} " + " ".join(f"{'L' + str(r):>6s}" for r in R))
@@ -83,28 +101,13 @@ def main():
         # the kernel's table for the candidate DAGs (the recursive net reads any table)
         symbols = (prototype.kernel.symbols if isinstance(prototype, KernelPerceptron)
                    else SymbolTable())
-
-        def candidates(s):  # straight into a hash-consed DAG: no tree per candidate
-            return s.dag(symbols, reduced)
-
         t0 = time.perf_counter()
-        cands, gold = CandidateSets(sets, symbols, reduced), [s.gold for s in sets]  # built on access
-        if args.specialise:
-            learner = SpecialisedLearner(prototype).fit(cands, gold,
-                                                        [foot_class(s.foot) for s in sets])
-            learners = list(learner.learners.values())
-
-            def utilities(s):
-                return learner.utilities(candidates(s), foot_class(s.foot))
-        else:
-            learner = prototype.fit(cands, gold)
-            learners = [learner]
-
-            def utilities(s):
-                return learner.utilities(candidates(s))
+        trained, scorer = fit_attachment_learner(prototype, sets, symbols, reduced, args.specialise, validation)
+        learners = list(trained.learners.values()) if args.specialise else [trained]
         t1 = time.perf_counter()
-        # evaluation sets are built one at a time: all of them at once take gigabytes
-        L = loss_at_r([utilities(s) for s in evaluation], eval_gold, R)
+        # evaluation sets are built one at a time, straight into hash-consed DAGs:
+        # all of them at once take gigabytes
+        L = loss_at_r([scorer(s.dag(symbols, reduced), s.foot) for s in evaluation], eval_gold, R)
         t2 = time.perf_counter()
         results.append(L)
         updates, support = ((sum(x.n_updates for x in learners), sum(x.n_support for x in learners))
