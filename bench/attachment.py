@@ -5,7 +5,7 @@ from the whole train split), built from a learner config: the kernel voted
 perceptron with the subset-tree kernel (``--learner vp``:
 configs/learners/vp.cfg) or the recursive neural network (``--learner rnn``:
 configs/learners/rnn.cfg), or any config file with a ``[learner]`` block. Every
-model is evaluated on the test split with L_1/L_2/L_5 (%), then mean ± std.
+model is evaluated on the test split (``--split``) with L_1/L_2/L_5 (%), then mean ± std.
 
 ``--specialise`` trains one learner per foot class of the incoming word. A
 learner that stops early on validation sets (the recursive net, as Menchetti
@@ -25,8 +25,10 @@ import time
 from pathlib import Path
 
 from spacy_structpref.corpora import ptb_trees
+from spacy_structpref.errors import StructPrefError
 from spacy_structpref.incremental import CPInventory, preference_sets
-from spacy_structpref.incremental.tables import DEV_VALIDATION_SENTENCES, fit_attachment_learner, learner_from_config
+from spacy_structpref.incremental.tables import (DEV_VALIDATION_SENTENCES, fit_attachment_learner, learner_from_config,
+                                                validation_count)
 from spacy_structpref.learners import KernelPerceptron, TreeKernel, loss_at_r
 from spacy_structpref.trees import SymbolTable
 
@@ -70,12 +72,10 @@ def main():
         parser.error(f"{args.subsets} × {args.size} sentences exceed the {len(train)} of train")
     inventory = CPInventory.from_trees(train)
     dev = ptb_trees("dev")
-    n_valid = args.validation_sentences
-    if n_valid is None:
-        n_valid = DEV_VALIDATION_SENTENCES if args.split == "dev" else len(dev)
-    if not 0 <= n_valid <= len(dev) - (args.split == "dev"):
-        parser.error(f"--validation-sentences is between 0 and the {len(dev)} dev sentences "
-                     "(fewer when evaluating on dev)")
+    try:
+        n_valid = validation_count(args.validation_sentences, args.split, len(dev))
+    except StructPrefError as error:
+        parser.error(str(error))
     evaluation = [s for t in ptb_trees(args.split)[n_valid if args.split == "dev" else 0:][: args.eval_sentences]
                   for s in preference_sets(t, inventory)]
     eval_gold = [s.gold for s in evaluation]

@@ -209,10 +209,22 @@ def test_validation_may_take_all_of_dev_only_for_a_test_evaluation(rnn_config):
     assert len(whole.validation) > 9000  # every dev sentence's preference sets
     on_dev = AttachmentExperiments(CONFIGS / "vp.cfg", rnn_config, split="dev")
     assert on_dev.validation_sentences == 200 and on_dev.eval_sentences == n_dev - 200
-    with pytest.raises(StructPrefError, match="at most the"):
+    with pytest.raises(StructPrefError, match="between 0 and the"):
         AttachmentExperiments(CONFIGS / "vp.cfg", rnn_config, split="dev", validation_sentences=n_dev)
-    with pytest.raises(StructPrefError, match="at most the"):
+    with pytest.raises(StructPrefError, match="between 0 and the"):
         AttachmentExperiments(CONFIGS / "vp.cfg", rnn_config, validation_sentences=n_dev + 1)
+
+
+def test_validation_count():
+    """The rule ``attachment-tables`` and ``bench/attachment.py`` share:
+    all of dev for test, the first 200 for dev (leaving some to score)."""
+    from spacy_structpref.incremental.tables import validation_count
+
+    assert validation_count(None, "test", 433) == 433 and validation_count(None, "dev", 433) == 200
+    assert validation_count(0, "dev", 433) == 0 and validation_count(432, "dev", 433) == 432
+    for bad, split in ((-1, "test"), (434, "test"), (433, "dev")):
+        with pytest.raises(StructPrefError, match="between 0 and the 433"):
+            validation_count(bad, split, 433)
 
 
 def test_rnn_ensembles_in_the_tables(tmp_path, rnn_config):

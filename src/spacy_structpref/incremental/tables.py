@@ -101,6 +101,19 @@ def fit_attachment_learner(learner, psets: Sequence[PreferenceSet], symbols: Sym
     return learner, lambda dag, foot: learner.utilities(dag)
 
 
+def validation_count(requested: Optional[int], split: str, n_dev: int) -> int:
+    """How many of the ``n_dev`` dev sentences an early-stopping learner
+    stops on: ``requested``, or by default all of dev for a test evaluation
+    and the first ``DEV_VALIDATION_SENTENCES`` for a dev one, which is
+    scored on the dev sentences after them (so some must be left)."""
+    if requested is None:
+        requested = DEV_VALIDATION_SENTENCES if split == "dev" else n_dev
+    if not 0 <= requested <= n_dev - (split == "dev"):
+        raise StructPrefError(f"validation sentences must be between 0 and the {n_dev} dev sentences "
+                              f"(fewer when evaluating on dev), got {requested}")
+    return requested
+
+
 def learner_from_config(path: Path, overrides: Optional[dict] = None):
     """The ``[learner]`` block of a config file, resolved, with dotted
     ``overrides`` (``{"learner.seed": 3}``)."""
@@ -196,8 +209,6 @@ class AttachmentExperiments:
         self.learners = [kind for kind in LEARNERS if kind in learners]
         if not self.learners or set(learners) - set(LEARNERS):
             raise StructPrefError(f"learners are among {', '.join(LEARNERS)}, got {list(learners)}")
-        if validation_sentences is not None and validation_sentences < 0:
-            raise StructPrefError(f"validation_sentences must be >= 0, got {validation_sentences}")
 
         self.configs = {"vp": Path(vp_config), "rnn": Path(rnn_config)}
         for path in self.configs.values():
@@ -219,13 +230,7 @@ class AttachmentExperiments:
         self.symbols = SymbolTable()  # every tree-kernel VP and every candidate DAG share it
         self.split = split
         dev = ptb_trees("dev")
-        if validation_sentences is None:
-            validation_sentences = DEV_VALIDATION_SENTENCES if split == "dev" else len(dev)
-        # A dev evaluation needs sentences left after the validation ones; a test one may validate on all of dev.
-        if validation_sentences > len(dev) or (split == "dev" and validation_sentences == len(dev)):
-            raise StructPrefError(f"validation_sentences must be at most the {len(dev)} dev sentences (fewer when "
-                                  f"evaluating on dev), got {validation_sentences}")
-        self.validation_sentences = validation_sentences
+        self.validation_sentences = validation_sentences = validation_count(validation_sentences, split, len(dev))
         self.validation = [s for t in dev[:validation_sentences] for s in preference_sets(t, self.inventory)]
         evaluation = ptb_trees(split)[validation_sentences if split == "dev" else 0:][:eval_sentences]
         self.eval_sets = [s for t in evaluation for s in preference_sets(t, self.inventory)]
