@@ -360,7 +360,7 @@ def report(systems, test_docs, timings, extra, args):
     print(f"\nload {load()}")
     for line in timings:
         print(line)
-    print(f"\nTREC question classification, {len(test_docs)} test questions; settings ((dev): chosen on dev): {extra}")
+    print(f"\nTREC question classification, {len(test_docs)} test questions; settings (those marked (dev) chosen on dev): {extra}")
     header = ["system", "coarse acc", "coarse macro F", "fine acc", "fine macro F"]
     rows = [[name, *(f"{r[g][m]:.2f}" for g in GRANULARITIES for m in ("accuracy", "macro_f"))]
             for name, r in results.items()]

@@ -222,6 +222,8 @@ class AttachmentExperiments:
         if not isinstance(rnn_members, int) or rnn_members < 1:
             raise StructPrefError(f"rnn_members must be an integer of at least 1, got {rnn_members!r}")
         self.rnn_epochs, self.rnn_members, self.log = rnn_epochs, rnn_members, log
+        dev = ptb_trees("dev")  # checked before train's inventory is built
+        self.validation_sentences = validation_sentences = validation_count(validation_sentences, split, len(dev))
         self.train = ptb_trees("train")
         self.sampling, self.sample_seed = sampling, sample_seed
         self.order = (np.random.RandomState(sample_seed).permutation(len(self.train)).tolist()
@@ -229,8 +231,6 @@ class AttachmentExperiments:
         self.inventory = CPInventory.from_trees(self.train)
         self.symbols = SymbolTable()  # every tree-kernel VP and every candidate DAG share it
         self.split = split
-        dev = ptb_trees("dev")
-        self.validation_sentences = validation_sentences = validation_count(validation_sentences, split, len(dev))
         self.validation = [s for t in dev[:validation_sentences] for s in preference_sets(t, self.inventory)]
         evaluation = ptb_trees(split)[validation_sentences if split == "dev" else 0:][:eval_sentences]
         self.eval_sets = [s for t in evaluation for s in preference_sets(t, self.inventory)]
