@@ -27,8 +27,8 @@ from pathlib import Path
 from spacy_structpref.corpora import ptb_trees
 from spacy_structpref.errors import StructPrefError
 from spacy_structpref.incremental import CPInventory, preference_sets
-from spacy_structpref.incremental.tables import (DEV_VALIDATION_SENTENCES, fit_attachment_learner, learner_from_config,
-                                                validation_count)
+from spacy_structpref.incremental.tables import (DEV_VALIDATION_SENTENCES, fit_attachment_learner, held_out_trees,
+                                                learner_from_config)
 from spacy_structpref.learners import KernelPerceptron, TreeKernel, loss_at_r
 from spacy_structpref.trees import SymbolTable
 
@@ -71,16 +71,14 @@ def main():
     if args.subsets * args.size > len(train):
         parser.error(f"{args.subsets} × {args.size} sentences exceed the {len(train)} of train")
     inventory = CPInventory.from_trees(train)
-    dev = ptb_trees("dev")
     try:
-        n_valid = validation_count(args.validation_sentences, args.split, len(dev))
+        valid_trees, eval_trees = held_out_trees(args.split, args.validation_sentences, args.eval_sentences)
     except StructPrefError as error:
         parser.error(str(error))
-    evaluation = [s for t in ptb_trees(args.split)[n_valid if args.split == "dev" else 0:][: args.eval_sentences]
-                  for s in preference_sets(t, inventory)]
+    evaluation = [s for t in eval_trees for s in preference_sets(t, inventory)]
     eval_gold = [s.gold for s in evaluation]
     first = make_learner(0)
-    validation = ([s for t in dev[:n_valid] for s in preference_sets(t, inventory)]
+    validation = ([s for t in valid_trees for s in preference_sets(t, inventory)]
                   if first.takes_validation else None)
     kernel = getattr(first, "kernel", None)
     print(f"{len(evaluation)} {args.split} preference sets, "
@@ -89,7 +87,7 @@ def main():
           f"{'reduced' if reduced else 'full'} trees, {config_path.stem}, {first.loss} loss"
           + (f", λ = {kernel.lam}" if isinstance(kernel, TreeKernel) else "")
           + (", one learner per foot class" if args.specialise else "")
-          + (f", stopping early on {n_valid} dev sentences" if validation else ""))
+          + (f", stopping early on {len(valid_trees)} dev sentences" if validation else ""))
 
     print(f"{'subset':>6s} {'sets':>6s} {'updates':>8s} {'support':>8s} {'train s':>8s} "
           f"{'eval s':>7s} " + " ".join(f"{'L' + str(r):>6s}" for r in R))

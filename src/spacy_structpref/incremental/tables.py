@@ -114,6 +114,19 @@ def validation_count(requested: Optional[int], split: str, n_dev: int) -> int:
     return requested
 
 
+def held_out_trees(split: str, validation_sentences: Optional[int] = None,
+                   eval_sentences: Optional[int] = None) -> Tuple[List, List]:
+    """The dev trees an early-stopping learner stops on (``validation_count``
+    of them) and the ``split`` trees it is evaluated on (on dev, those after
+    the validation ones; at most ``eval_sentences``)."""
+    from ..corpora import ptb_trees
+
+    dev = ptb_trees("dev")
+    n_valid = validation_count(validation_sentences, split, len(dev))
+    evaluation = dev[n_valid:] if split == "dev" else ptb_trees(split)
+    return dev[:n_valid], evaluation[:eval_sentences]
+
+
 def learner_from_config(path: Path, overrides: Optional[dict] = None):
     """The ``[learner]`` block of a config file, resolved, with dotted
     ``overrides`` (``{"learner.seed": 3}``)."""
@@ -222,8 +235,8 @@ class AttachmentExperiments:
         if not isinstance(rnn_members, int) or rnn_members < 1:
             raise StructPrefError(f"rnn_members must be an integer of at least 1, got {rnn_members!r}")
         self.rnn_epochs, self.rnn_members, self.log = rnn_epochs, rnn_members, log
-        dev = ptb_trees("dev")  # checked before train's inventory is built
-        self.validation_sentences = validation_sentences = validation_count(validation_sentences, split, len(dev))
+        valid_trees, evaluation = held_out_trees(split, validation_sentences, eval_sentences)  # checked before train
+        self.validation_sentences = len(valid_trees)
         self.train = ptb_trees("train")
         self.sampling, self.sample_seed = sampling, sample_seed
         self.order = (np.random.RandomState(sample_seed).permutation(len(self.train)).tolist()
@@ -231,8 +244,7 @@ class AttachmentExperiments:
         self.inventory = CPInventory.from_trees(self.train)
         self.symbols = SymbolTable()  # every tree-kernel VP and every candidate DAG share it
         self.split = split
-        self.validation = [s for t in dev[:validation_sentences] for s in preference_sets(t, self.inventory)]
-        evaluation = ptb_trees(split)[validation_sentences if split == "dev" else 0:][:eval_sentences]
+        self.validation = [s for t in valid_trees for s in preference_sets(t, self.inventory)]
         self.eval_sets = [s for t in evaluation for s in preference_sets(t, self.inventory)]
         self.eval_gold = [s.gold for s in self.eval_sets]
         self.eval_class = [foot_class(s.foot) for s in self.eval_sets]
