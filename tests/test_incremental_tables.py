@@ -209,6 +209,11 @@ def test_validation_may_take_all_of_dev_only_for_a_test_evaluation(rnn_config):
     assert len(whole.validation) > 9000  # every dev sentence's preference sets
     on_dev = AttachmentExperiments(CONFIGS / "vp.cfg", rnn_config, split="dev")
     assert on_dev.validation_sentences == 200 and on_dev.eval_sentences == n_dev - 200
+    # a VP never stops early: the same dev evaluation, no validation sets built
+    vp_only = AttachmentExperiments(CONFIGS / "vp.cfg", rnn_config, split="dev", learners=["vp"], eval_sentences=1)
+    assert vp_only.validation_sentences == 200 and vp_only.validation == []
+    first = [(s.token, len(s)) for s in vp_only.eval_sets]
+    assert first == [(s.token, len(s)) for s in on_dev.eval_sets[:len(first)]]
     with pytest.raises(StructPrefError, match="between 0 and the"):
         AttachmentExperiments(CONFIGS / "vp.cfg", rnn_config, split="dev", validation_sentences=n_dev)
     with pytest.raises(StructPrefError, match="between 0 and the"):

@@ -224,8 +224,8 @@ class AttachmentExperiments:
             raise StructPrefError(f"learners are among {', '.join(LEARNERS)}, got {list(learners)}")
 
         self.configs = {"vp": Path(vp_config), "rnn": Path(rnn_config)}
-        for path in self.configs.values():
-            learner_from_config(path)  # a bad config fails now, not after hours of training
+        # a bad config fails now, not after hours of training
+        built = {kind: learner_from_config(path) for kind, path in self.configs.items()}
         if rnn_epochs is not None and rnn_epochs < 1:
             raise StructPrefError(f"rnn_epochs must be >= 1, got {rnn_epochs}")
         if eval_sentences is not None and eval_sentences < 1:
@@ -244,7 +244,10 @@ class AttachmentExperiments:
         self.inventory = CPInventory.from_trees(self.train)
         self.symbols = SymbolTable()  # every tree-kernel VP and every candidate DAG share it
         self.split = split
-        self.validation = [s for t in valid_trees for s in preference_sets(t, self.inventory)]
+        # only a learner that stops early reads them; the dev offset holds for every learner
+        stops_early = any(built[kind].takes_validation for kind in self.learners)
+        self.validation = ([s for t in valid_trees for s in preference_sets(t, self.inventory)]
+                           if stops_early else [])
         self.eval_sets = [s for t in evaluation for s in preference_sets(t, self.inventory)]
         self.eval_gold = [s.gold for s in self.eval_sets]
         self.eval_class = [foot_class(s.foot) for s in self.eval_sets]
