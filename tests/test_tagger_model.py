@@ -87,13 +87,19 @@ def test_gradients_match_finite_differences(docs, project):
                     (name, idx)
 
 
-def test_phases_select_parameters(docs):
+def _after_label_phase_backprop(docs):
+    """A small random DISTRO model after one backprop in the A-only phase."""
     model = DistroTagger(fixed_features(5), rank=3, nO=4)
     model.initialize(X=docs)
     _set_random_params(model, numpy.random.default_rng(0))
     set_phase(model, update_w=False, update_A=True)
     scores, backprop = model.begin_update(docs)
     backprop((numpy.ones_like(scores.emissions), numpy.ones((4, 4), "f"), numpy.ones(4, "f")))
+    return model
+
+
+def test_phases_select_parameters(docs):
+    model = _after_label_phase_backprop(docs)
     labels, weights = model.get_ref("labels"), model.get_ref("weights")
     assert labels.has_grad("A") and not weights.has_grad("W") and not weights.has_grad("WT")
 
@@ -104,12 +110,7 @@ def _params(model):
 
 
 def test_label_step_is_scaled_adam_then_prox_on_A_and_its_average(docs):
-    model = DistroTagger(fixed_features(5), rank=3, nO=4)
-    model.initialize(X=docs)
-    _set_random_params(model, numpy.random.default_rng(0))
-    set_phase(model, update_w=False, update_A=True)
-    scores, backprop = model.begin_update(docs)
-    backprop((numpy.ones_like(scores.emissions), numpy.ones((4, 4), "f"), numpy.ones(4, "f")))
+    model = _after_label_phase_backprop(docs)
     labels = model.get_ref("labels")
     A, dA = labels.get_param("A").copy(), labels.get_grad("A").copy()
     before = _params(model)
