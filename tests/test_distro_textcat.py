@@ -108,3 +108,10 @@ def test_scorer_and_bad_gold(qc_slice):
     bad.cats = {k: 1.0 for k in list(bad.cats)[:2]}
     with pytest.raises(TaggerError, match="exclusive"):
         textcat.gold_ids([Example(nlp.make_doc(bad.text), bad)])
+    unseen = eg.reference.copy()
+    unseen.cats = {"NOT:seen": 1.0}
+    with pytest.raises(TaggerError, match="gold label 'NOT:seen' is not one of the"):
+        nlp.update([Example(nlp.make_doc(unseen.text), unseen)])
+    unlabelled = eg.reference.copy()
+    unlabelled.cats = {}
+    assert textcat.gold_ids([Example(nlp.make_doc(unlabelled.text), unlabelled)]).tolist() == [-1]

@@ -149,6 +149,9 @@ def test_missing_tags_and_errors():
     opt = nlp.initialize(lambda: egs)
     assert tagger.labels == ("X", "Y")
     numpy.testing.assert_array_equal(tagger.gold_ids(egs[1:]), [0, -1, 1])
+    unseen = Example(Doc(nlp.vocab, words=words), Doc(nlp.vocab, words=words, tags=["X", "Z", "Y"]))
+    with pytest.raises(TaggerError, match="gold label 'Z' is not one of the 2 labels"):
+        nlp.update([unseen], sgd=opt)
     for _ in range(20):
         nlp.update(egs, sgd=opt)
     assert [t.tag_ for t in nlp(Doc(nlp.vocab, words=words))] == ["X", "Y", "X"]

@@ -240,11 +240,20 @@ class DistroTaggerComponent(TrainablePipe):
         self.n_steps += 1
 
     def gold_ids(self, examples: Iterable[Example]) -> numpy.ndarray:
-        """Gold label id per token (-1 where missing or unknown)."""
+        """Gold label id per token (-1 where the tag is missing)."""
         index = {label: i for i, label in enumerate(self.labels)}
-        ids = [index.get(tag, -1) if tag else -1 for eg in examples
-               for tag in eg.get_aligned("TAG", as_string=True)]
+        ids = [self._gold_id(index, tag) for eg in examples for tag in eg.get_aligned("TAG", as_string=True)]
         return numpy.asarray(ids, dtype=numpy.int32)
+
+    def _gold_id(self, index: Dict[str, int], label: Optional[str]) -> int:
+        """A gold label's id: -1 for none (a missing annotation); a label the
+        component was not initialized with is an error, not silently skipped."""
+        if not label:
+            return -1
+        if label not in index:
+            raise TaggerError(f"{self.name}: the gold label {label!r} is not one of the {len(index)} labels it was "
+                              "initialized with; initialize it with examples that have every label (or labels=)")
+        return index[label]
 
     def get_loss(self, examples: Iterable[Example], scores):
         """Structured hinge loss (Hamming cost), averaged over the batch's docs."""

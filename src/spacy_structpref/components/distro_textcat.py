@@ -108,7 +108,7 @@ class DistroTextcat(DistroTaggerComponent):
 
     def gold_ids(self, examples: Iterable[Example]) -> numpy.ndarray:
         """The gold label id of every Doc: its cat with value 1 (-1 if it has
-        none or one this classifier does not know; more than one is an error)."""
+        none; more than one, or one this classifier does not know, is an error)."""
         index = {label: i for i, label in enumerate(self.labels)}
         ids = []
         for eg in examples:
@@ -116,7 +116,7 @@ class DistroTextcat(DistroTaggerComponent):
             if len(gold) > 1:
                 raise TaggerError(f"{self.name} classifies into exclusive classes, but a Doc has "
                                   f"the cats {gold} all at 1.0: {eg.reference.text[:60]!r}")
-            ids.append(index.get(gold[0], -1) if gold else -1)
+            ids.append(self._gold_id(index, gold[0] if gold else None))
         return numpy.asarray(ids, dtype=numpy.int32)
 
     def candidate_mask(self, docs: Iterable[Doc]) -> None:
