@@ -26,7 +26,7 @@ from pathlib import Path
 
 from spacy_structpref.corpora import ptb_trees
 from spacy_structpref.errors import StructPrefError
-from spacy_structpref.incremental import CPInventory, preference_sets
+from spacy_structpref.incremental import CPInventory, preference_sets_of
 from spacy_structpref.incremental.tables import (DEV_VALIDATION_SENTENCES, fit_attachment_learner, held_out_trees,
                                                 learner_from_config)
 from spacy_structpref.learners import KernelPerceptron, TreeKernel, loss_at_r
@@ -75,11 +75,10 @@ def main():
         valid_trees, eval_trees = held_out_trees(args.split, args.validation_sentences, args.eval_sentences)
     except StructPrefError as error:
         parser.error(str(error))
-    evaluation = [s for t in eval_trees for s in preference_sets(t, inventory)]
+    evaluation = preference_sets_of(eval_trees, inventory)
     eval_gold = [s.gold for s in evaluation]
     first = make_learner(0)
-    validation = ([s for t in valid_trees for s in preference_sets(t, inventory)]
-                  if first.takes_validation else None)
+    validation = preference_sets_of(valid_trees, inventory) if first.takes_validation else None
     kernel = getattr(first, "kernel", None)
     print(f"{len(evaluation)} {args.split} preference sets, "
           f"{sum(len(s) for s in evaluation) / len(evaluation):.1f} candidates on average, "
@@ -94,7 +93,7 @@ def main():
     results = []
     for k in range(args.subsets):
         subset = train[k * args.size:(k + 1) * args.size]
-        sets = [s for t in subset for s in preference_sets(t, inventory)]
+        sets = preference_sets_of(subset, inventory)
         prototype = make_learner(k)
         # the kernel's table for the candidate DAGs (the recursive net reads any table)
         symbols = (prototype.kernel.symbols if isinstance(prototype, KernelPerceptron)

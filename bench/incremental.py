@@ -14,7 +14,7 @@ from collections import Counter
 from tqdm import tqdm
 
 from spacy_structpref.corpora import ptb_trees
-from spacy_structpref.incremental import CPInventory, foot_class, preference_sets
+from spacy_structpref.incremental import CPInventory, foot_class, preference_sets_of
 
 
 def main():
@@ -33,8 +33,7 @@ def main():
           f"({kinds['attach']} attach, {kinds['lift']} lift), {t_inventory:.2f} s")
 
     t0 = time.perf_counter()
-    sets = [s for tree in tqdm(dev, desc="preference sets", leave=False)
-            for s in preference_sets(tree, inventory)]
+    sets = preference_sets_of(tqdm(dev, desc="preference sets", leave=False), inventory)
     t_sets = time.perf_counter() - t0
     sizes = [len(s) for s in sets]
     covered = sum(s.gold is not None for s in sets)

@@ -237,9 +237,9 @@ class AttachmentPredictor(TrainablePipe):
         return [tree for tree in trees if tree is not None]
 
     def _preference_sets(self, trees: Iterable) -> List:
-        from ..incremental import preference_sets
+        from ..incremental import preference_sets_of
 
-        return [s for tree in trees for s in preference_sets(tree, self.inventory)]
+        return preference_sets_of(trees, self.inventory)
 
     def _learn(self, method: str, psets: Sequence, **kwargs):
         """``learner.method(sets, gold[, keys], **kwargs)`` on the preference

@@ -104,10 +104,10 @@ def parse_items(parser: Packed, sentences: Sequence, k: int, with_forest: bool, 
 def candidate_shard(inventory: Packed, trees: Sequence) -> list:
     """The preference sets of a shard of gold trees, in order
     (:func:`~spacy_structpref.incremental.preference_sets`)."""
-    from ..incremental import preference_sets
+    from ..incremental import preference_sets_of
 
     value, _ = inventory.get()  # read only
-    return [s for tree in trees for s in preference_sets(tree, value)]
+    return preference_sets_of(trees, value)
 
 
 def pack_learner(learner) -> bytes:

@@ -215,3 +215,8 @@ def preference_sets(tree: Tree, inventory: CPInventory) -> List[PreferenceSet]:
         gold = edits.index((path.type, path.depth)) if path.type in inventory else None
         sets.append(PreferenceSet(prefix, path.word, words[path.word], path.type.foot, edits, gold))
     return sets
+
+
+def preference_sets_of(trees: Iterable[Tree], inventory: CPInventory) -> List[PreferenceSet]:
+    """The preference sets of every tree, in order (:func:`preference_sets`)."""
+    return [s for tree in trees for s in preference_sets(tree, inventory)]

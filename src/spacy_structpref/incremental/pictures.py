@@ -29,7 +29,7 @@ from nltk.tree import Tree
 from ..errors import StructPrefError
 from ..learners.metrics import at_least
 from ..trees.arrays import SymbolTable
-from .candidates import CPInventory, candidate_dag, candidate_edits, preference_sets
+from .candidates import CPInventory, candidate_dag, candidate_edits, preference_sets, preference_sets_of
 from .classes import foot_class
 from .parsing import IncrementalParser
 from .paths import ATTACH, CPType, extend
@@ -92,8 +92,8 @@ class AttachmentModel:
         symbols = kernel.symbols if isinstance(kernel, TreeKernel) else SymbolTable()
         train = ptb_trees("train")
         inventory = CPInventory.from_trees(train)
-        psets = [s for t in train[:sentences] for s in preference_sets(t, inventory)]
-        validation = ([s for t in ptb_trees("dev")[:PICTURE_VALIDATION] for s in preference_sets(t, inventory)]
+        psets = preference_sets_of(train[:sentences], inventory)
+        validation = (preference_sets_of(ptb_trees("dev")[:PICTURE_VALIDATION], inventory)
                       if isinstance(learner, RecursiveNetLearner) else None)
         trained, utilities = fit_attachment_learner(learner, psets, symbols, reduced=True, specialise=specialise,
                                                     validation=validation)

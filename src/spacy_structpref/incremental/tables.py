@@ -43,7 +43,7 @@ from thinc.api import Config
 
 from ..errors import StructPrefError
 from ..trees.arrays import SymbolTable
-from .candidates import CandidateSets, CPInventory, PreferenceSet, preference_sets
+from .candidates import CandidateSets, CPInventory, PreferenceSet, preference_sets_of
 from .classes import FOOT_CLASSES, OTHERS, foot_class
 
 TABLES = (1, 2, 4, 5)
@@ -246,9 +246,8 @@ class AttachmentExperiments:
         self.split = split
         # only a learner that stops early reads them; the dev offset holds for every learner
         stops_early = any(built[kind].takes_validation for kind in self.learners)
-        self.validation = ([s for t in valid_trees for s in preference_sets(t, self.inventory)]
-                           if stops_early else [])
-        self.eval_sets = [s for t in evaluation for s in preference_sets(t, self.inventory)]
+        self.validation = preference_sets_of(valid_trees, self.inventory) if stops_early else []
+        self.eval_sets = preference_sets_of(evaluation, self.inventory)
         self.eval_gold = [s.gold for s in self.eval_sets]
         self.eval_class = [foot_class(s.foot) for s in self.eval_sets]
         self.eval_sentences = len(evaluation)
@@ -286,7 +285,7 @@ class AttachmentExperiments:
         trees = [self.train[i] for i in self.order[first:last]]
         if last is not None and last > len(self.train):
             raise StructPrefError(f"training sentences {first}–{last} exceed the {len(self.train)} of train")
-        return [s for t in trees for s in preference_sets(t, self.inventory)]
+        return preference_sets_of(trees, self.inventory)
 
     def evaluate(self, scorers: Dict[str, Scorer]) -> Dict[str, Scores]:
         """Each scorer's :class:`Scores` on the evaluation sets; each set's
