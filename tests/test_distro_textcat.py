@@ -112,6 +112,9 @@ def test_scorer_and_bad_gold(qc_slice):
     unseen.cats = {"NOT:seen": 1.0}
     with pytest.raises(TaggerError, match="gold label 'NOT:seen' is not one of the"):
         nlp.update([Example(nlp.make_doc(unseen.text), unseen)])
+    narrow = spacy.blank("en").add_pipe("distro_textcat")
+    with pytest.raises(TaggerError, match="is not one of the 1 labels"):
+        narrow.initialize(lambda: qc_slice, labels=[next(iter(eg.reference.cats))])
     unlabelled = eg.reference.copy()
     unlabelled.cats = {}
     assert textcat.gold_ids([Example(nlp.make_doc(unlabelled.text), unlabelled)]).tolist() == [-1]

@@ -152,6 +152,11 @@ def test_missing_tags_and_errors():
     unseen = Example(Doc(nlp.vocab, words=words), Doc(nlp.vocab, words=words, tags=["X", "Z", "Y"]))
     with pytest.raises(TaggerError, match="gold label 'Z' is not one of the 2 labels"):
         nlp.update([unseen], sgd=opt)
+    # labels= that leave out a gold tag: refused at initialize, with or without the tag dictionary
+    for min_count in (None, 1):
+        explicit = spacy.blank("en").add_pipe("distro_tagger", config={"tag_dict_min_count": min_count})
+        with pytest.raises(TaggerError, match="gold label 'Y' is not one of the 1 labels"):
+            explicit.initialize(lambda: egs, labels=["X"])
     for _ in range(20):
         nlp.update(egs, sgd=opt)
     assert [t.tag_ for t in nlp(Doc(nlp.vocab, words=words))] == ["X", "Y", "X"]

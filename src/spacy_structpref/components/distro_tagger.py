@@ -138,11 +138,14 @@ class DistroTaggerComponent(TrainablePipe):
     def initialize(self, get_examples: Callable[[], Iterable[Example]], *, nlp=None,
                    labels: Optional[List[str]] = None) -> None:
         validate_get_examples(get_examples, f"{type(self).__name__}.initialize")
-        if labels is None:
+        explicit = labels is not None
+        if not explicit:
             labels = self._gold_labels(get_examples)
         for tag in labels:
             self.add_label(tag)
         self._require_labels()
+        if explicit:  # a gold label outside labels= is refused here, not at the first update
+            self.gold_ids(get_examples())
         docs = [eg.predicted for eg in islice(get_examples(), 10)]
         if not docs:
             raise TaggerError(f"{self.name}: initialize got no examples")
@@ -151,7 +154,7 @@ class DistroTaggerComponent(TrainablePipe):
         min_count = self.cfg["tag_dict_min_count"]
         if min_count is not None:
             index = {label: i for i, label in enumerate(self.labels)}
-            pairs = ((t.text, index.get(t.tag_, -1)) for eg in get_examples() for t in eg.reference)
+            pairs = ((t.text, self._gold_id(index, t.tag_)) for eg in get_examples() for t in eg.reference)
             self._tag_dict = TagDictionary.from_pairs(pairs, len(self.labels), min_count)
             self.cfg["tag_dictionary"] = self._tag_dict.to_json()
 
