@@ -2,17 +2,16 @@
 settings, and its [training] block (optimizer, batcher, logger) and corpora
 as ``spacy train`` resolves them, so a typo in a config fails here, not an
 hour into a project run."""
-from pathlib import Path
 
 import pytest
 from spacy import util
 from spacy.schemas import ConfigSchemaTraining
 from spacy.util import load_config, registry
 
-CONFIGS = Path(__file__).resolve().parent.parent / "configs"
+from paths import CONFIGS, SHIPPED_CONFIGS
 
 
-@pytest.mark.parametrize("name", sorted(p.name for p in CONFIGS.glob("*.cfg")))
+@pytest.mark.parametrize("name", SHIPPED_CONFIGS)
 def test_config_builds(name):
     config = load_config(CONFIGS / name, interpolate=False)
     for component, block in config["components"].items():

@@ -3,7 +3,6 @@
 tiny: a few training sentences, a few evaluation sentences, one RNN epoch."""
 import json
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,7 +17,9 @@ from spacy_structpref.incremental.pictures import (AttachmentModel, alternatives
 from spacy_structpref.incremental.tables import parse_sizes, parse_tables
 from spacy_structpref.learners import pairwise_error
 
-CONFIGS = Path(__file__).resolve().parent.parent / "configs" / "learners"
+from paths import CONFIGS
+
+LEARNERS = CONFIGS / "learners"
 runner = CliRunner()
 
 
@@ -26,7 +27,7 @@ runner = CliRunner()
 def rnn_config(tmp_path_factory):
     """The RNN config with one epoch."""
     path = tmp_path_factory.mktemp("configs") / "rnn1.cfg"
-    path.write_text(re.sub(r"(?m)^epochs = \d+$", "epochs = 1", (CONFIGS / "rnn.cfg").read_text()))
+    path.write_text(re.sub(r"(?m)^epochs = \d+$", "epochs = 1", (LEARNERS / "rnn.cfg").read_text()))
     return path
 
 
@@ -51,7 +52,7 @@ def test_sizes_and_tables_are_checked():
 def test_attachment_tables_tiny(tmp_path, rnn_config):
     out = tmp_path / "tables.json"
     result = runner.invoke(app, ["attachment-tables", str(out), "--sizes", "3,all", "--max-steps", "3",
-                                 "--subsets", "2", "--subset-size", "8", "--vp-config", str(CONFIGS / "vp.cfg"),
+                                 "--subsets", "2", "--subset-size", "8", "--vp-config", str(LEARNERS / "vp.cfg"),
                                  "--rnn-config", str(rnn_config)])
     assert result.exit_code == 0, result.output
     for head in ("Table 1.", "Table 2.", "Table 4.", "Table 5.", "VP on RNN state", "Size %"):
@@ -160,12 +161,12 @@ def test_picture_commands(tmp_path, rnn_config):
     assert result.exit_code == 0, result.output
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     result = runner.invoke(app, ["attachment-alternatives", "ptb:dev", "3", str(svg), "--config",
-                                 str(CONFIGS / "vp.cfg"), "--top", "3", *common])
+                                 str(LEARNERS / "vp.cfg"), "--top", "3", *common])
     assert result.exit_code == 0, result.output
     assert svg.read_text().startswith("<svg") and "gold" in svg.read_text()
     # Fig. 2 needs the recursive net
     result = runner.invoke(app, ["attachment-pca", "ptb:dev", "3", str(tmp_path / "x.png"), "--config",
-                                 str(CONFIGS / "vp.cfg"), *common])
+                                 str(LEARNERS / "vp.cfg"), *common])
     assert result.exit_code == 1 and "root states" in result.output
     result = runner.invoke(app, ["attachment-pca", "ptb:dev", "3", str(tmp_path / "x.gif"), "--config",
                                  str(rnn_config), *common])
@@ -179,7 +180,7 @@ def test_random_sampling_nests_sizes_and_keeps_subsets_disjoint(rnn_config):
     from spacy_structpref.incremental.tables import AttachmentExperiments
 
     def experiments(**kwargs):
-        return AttachmentExperiments(CONFIGS / "vp.cfg", rnn_config, eval_sentences=1, validation_sentences=1,
+        return AttachmentExperiments(LEARNERS / "vp.cfg", rnn_config, eval_sentences=1, validation_sentences=1,
                                      **kwargs)
 
     random, again, other = experiments(), experiments(), experiments(sample_seed=1)
@@ -204,20 +205,20 @@ def test_validation_may_take_all_of_dev_only_for_a_test_evaluation(rnn_config):
     from spacy_structpref.incremental.tables import AttachmentExperiments
 
     n_dev = len(ptb_trees("dev"))
-    whole = AttachmentExperiments(CONFIGS / "vp.cfg", rnn_config, eval_sentences=1)  # by default on test
+    whole = AttachmentExperiments(LEARNERS / "vp.cfg", rnn_config, eval_sentences=1)  # by default on test
     assert whole.validation_sentences == n_dev and whole.eval_sentences == 1
     assert len(whole.validation) > 9000  # every dev sentence's preference sets
-    on_dev = AttachmentExperiments(CONFIGS / "vp.cfg", rnn_config, split="dev")
+    on_dev = AttachmentExperiments(LEARNERS / "vp.cfg", rnn_config, split="dev")
     assert on_dev.validation_sentences == 200 and on_dev.eval_sentences == n_dev - 200
     # a VP never stops early: the same dev evaluation, no validation sets built
-    vp_only = AttachmentExperiments(CONFIGS / "vp.cfg", rnn_config, split="dev", learners=["vp"], eval_sentences=1)
+    vp_only = AttachmentExperiments(LEARNERS / "vp.cfg", rnn_config, split="dev", learners=["vp"], eval_sentences=1)
     assert vp_only.validation_sentences == 200 and vp_only.validation == []
     first = [(s.token, len(s)) for s in vp_only.eval_sets]
     assert first == [(s.token, len(s)) for s in on_dev.eval_sets[:len(first)]]
     with pytest.raises(StructPrefError, match="between 0 and the"):
-        AttachmentExperiments(CONFIGS / "vp.cfg", rnn_config, split="dev", validation_sentences=n_dev)
+        AttachmentExperiments(LEARNERS / "vp.cfg", rnn_config, split="dev", validation_sentences=n_dev)
     with pytest.raises(StructPrefError, match="between 0 and the"):
-        AttachmentExperiments(CONFIGS / "vp.cfg", rnn_config, validation_sentences=n_dev + 1)
+        AttachmentExperiments(LEARNERS / "vp.cfg", rnn_config, validation_sentences=n_dev + 1)
 
 
 def test_validation_count():

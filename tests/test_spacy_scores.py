@@ -6,7 +6,6 @@ import importlib
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import spacy
@@ -19,7 +18,8 @@ from spacy_structpref.cli.score_names import SCORE_NAMES
 from spacy_structpref.cli.spacy_commands import score_rows
 from spacy_structpref.corpora import corpus_docs
 
-CONFIGS = Path(__file__).resolve().parent.parent / "configs"
+from paths import CONFIGS, SHIPPED_CONFIGS
+
 PARSERS = ("forest_parser", "parse_reranker", "attachment_predictor")
 
 
@@ -33,7 +33,7 @@ def test_factories_declare_scores_spacy_shows(factory):
     assert wanted <= train_columns
 
 
-@pytest.mark.parametrize("config", sorted(p.name for p in CONFIGS.glob("*.cfg")))
+@pytest.mark.parametrize("config", SHIPPED_CONFIGS)
 def test_configs_train_tables_show_the_main_scores(config):
     cfg = load_config(CONFIGS / config, interpolate=False)
     columns = {k for k, v in cfg["training"]["score_weights"].items() if v is not None}

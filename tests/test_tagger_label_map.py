@@ -1,5 +1,4 @@
 """The label similarity map and the shipped DISTRO configs."""
-from pathlib import Path
 
 import numpy
 import pytest
@@ -13,7 +12,7 @@ from spacy_structpref.corpora import corpus_docs
 from spacy_structpref.corpora.labels import variant_bases
 from spacy_structpref.errors import StructPrefError
 
-CONFIGS = Path(__file__).resolve().parent.parent / "configs"
+from paths import CONFIGS
 
 
 @pytest.fixture(scope="module")
