@@ -200,7 +200,9 @@ def test_learns_attachment(tmp_path):
     lexical = RecursiveNetLearner(epochs=1, optimizer=Adam(0.01), min_word_sets=2).fit(train, train_gold)
     words = {key for key in lexical.vocab if key.startswith(WORD_KEY)}
     assert {WORD_KEY + "the", WORD_KEY + "of"} <= words and len(lexical.vocab) > len(learner.vocab)
-    reloaded = RecursiveNetLearner().from_bytes(lexical.to_bytes())
+    with pytest.raises(StructPrefError, match="min_word_sets = 2, this learner 0"):
+        RecursiveNetLearner().from_bytes(lexical.to_bytes())
+    reloaded = RecursiveNetLearner(min_word_sets=2).from_bytes(lexical.to_bytes())
     assert reloaded.vocab == lexical.vocab
     for cands in dev[:20]:
         np.testing.assert_allclose(reloaded.utilities(cands), lexical.utilities(cands), rtol=1e-6)

@@ -303,21 +303,24 @@ class RecursiveNetLearner(PreferenceLearner):
     def _parts(self) -> Parts:
         """``cfg``: the network's shape, label vocabulary and training losses;
         ``model``: its weights, averaged as ``utilities`` uses them. A saved
-        network loads into a learner of the same width and max_children."""
+        network loads into a learner of the same width, max_children and
+        inputs (log p, min_word_sets)."""
         return {"cfg": (self._cfg, self._set_cfg), "model": (self._weights, self._set_weights)}
 
     def _cfg(self) -> dict:
         self._trained("nothing to save")
         return {"width": self.width, "max_children": self.max_children, "vocab": self.vocab,
-                "losses": self.losses, **self._log_p_cfg()}
+                "losses": self.losses, **self._input_cfg()}
 
-    def _log_p_cfg(self) -> dict:
-        return {"log_p_input": self.log_p_input, "log_p_a": self.log_p_a, "log_p_b": self.log_p_b}
+    def _input_cfg(self) -> dict:
+        """The settings that decide the network's inputs (log p, words)."""
+        return {"log_p_input": self.log_p_input, "log_p_a": self.log_p_a, "log_p_b": self.log_p_b,
+                "min_word_sets": self.min_word_sets}
 
     def _set_cfg(self, cfg: dict) -> None:
-        # saves from before the log p input have none
-        cfg = {"log_p_input": False, "log_p_a": 1.0, "log_p_b": 0.0, **cfg}
-        for name in ("width", "max_children", *self._log_p_cfg()):
+        # saves from before the log p input (or the word inputs) have none
+        cfg = {"log_p_input": False, "log_p_a": 1.0, "log_p_b": 0.0, "min_word_sets": self.min_word_sets, **cfg}
+        for name in ("width", "max_children", *self._input_cfg()):
             if cfg[name] != getattr(self, name):
                 raise StructPrefError(f"the saved network has {name} = {cfg[name]}, this learner "
                                       f"{getattr(self, name)}: load it into a learner built from "
