@@ -24,7 +24,7 @@ from spacy_structpref import distributed as dist
 from spacy_structpref.cli import app
 from spacy_structpref.corpora import ptb_trees
 from spacy_structpref.errors import StructPrefError
-from spacy_structpref.incremental import CandidateSets, CPInventory, preference_sets
+from spacy_structpref.incremental import CandidateSets, CPInventory, preference_sets, preference_sets_of
 from spacy_structpref.kernels import gram
 from spacy_structpref.learners.kernels import TreeKernel
 from spacy_structpref.learners.perceptron import KernelPerceptron
@@ -127,7 +127,7 @@ def inventory(train):
 def test_candidate_sets_and_utilities_equal_single_process(client, train, test_trees, inventory):
     psets = dist.candidate_sets(test_trees, inventory, shard_size=5, client=client, progress=False)
     assert psets == [s for t in test_trees for s in preference_sets(t, inventory)]
-    train_sets = [s for t in train[:12] for s in preference_sets(t, inventory)]
+    train_sets = preference_sets_of(train[:12], inventory)
     vp = KernelPerceptron(TreeKernel(lam=0.5))
     vp.fit(CandidateSets(train_sets, vp.kernel.symbols, reduced=True), [s.gold for s in train_sets])
     want = [vp.utilities(s.dag(vp.kernel.symbols, True)) for s in psets]

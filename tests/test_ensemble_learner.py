@@ -9,7 +9,7 @@ from thinc.api import Adam
 
 from spacy_structpref.corpora import ptb_trees
 from spacy_structpref.errors import SavedModelError, StructPrefError
-from spacy_structpref.incremental import CPInventory, preference_sets
+from spacy_structpref.incremental import CPInventory, preference_sets_of
 from spacy_structpref.learners import (EnsembleLearner, KernelPerceptron, RecursiveNetLearner, SpecialisedLearner,
                                        TreeKernel)
 from spacy_structpref.trees import SymbolTable
@@ -21,7 +21,7 @@ def data():
     symbols = SymbolTable()
 
     def sets(trees):
-        out = [s for t in trees for s in preference_sets(t, inventory)]
+        out = preference_sets_of(trees, inventory)
         return [s.dag(symbols, reduced=True) for s in out], [s.gold for s in out]
 
     return sets(ptb_trees("train")[:12]), sets(ptb_trees("dev")[:4])

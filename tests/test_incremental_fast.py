@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from nltk.tree import Tree
 
 from spacy_structpref.corpora import ptb_trees
-from spacy_structpref.incremental import CandidateSets, CPInventory, IncrementalParser, preference_sets
+from spacy_structpref.incremental import (CandidateSets, CPInventory, IncrementalParser,
+                                         preference_sets, preference_sets_of)
 from spacy_structpref.kernels import _kernels, dag_weighted_sums, gram
 from spacy_structpref.kernels.dag import _node_weights, _packed, _self_kernels
 from spacy_structpref.learners import KernelPerceptron, TreeKernel
@@ -57,7 +58,7 @@ def trained():
     train = ptb_trees("train")[:60]
     inventory = CPInventory.from_trees(train)
     learner = KernelPerceptron(TreeKernel(lam=0.4, normalize=True))
-    sets = [s for t in train[:25] for s in preference_sets(t, inventory)]
+    sets = preference_sets_of(train[:25], inventory)
     learner.fit(CandidateSets(sets, learner.kernel.symbols, reduced=True), [s.gold for s in sets])
     dev = ptb_trees("dev")[:6]
     return learner, inventory, dev

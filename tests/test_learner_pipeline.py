@@ -14,7 +14,7 @@ from thinc.api import Adam, Config
 
 from spacy_structpref.corpora import ptb_trees
 from spacy_structpref.errors import StructPrefError
-from spacy_structpref.incremental import CPInventory, foot_class, preference_sets
+from spacy_structpref.incremental import CPInventory, foot_class, preference_sets_of
 from spacy_structpref.kernels import composite_gram, gram
 from spacy_structpref.learners import (CompositeKernel, KernelPerceptron, LinearKernel,
                                        RecursiveNetLearner, ScoredTrees, SpecialisedLearner,
@@ -79,8 +79,8 @@ def batches(n: int, size: int):
 @pytest.fixture(scope="module")
 def psets():
     inventory = CPInventory.from_trees(ptb_trees("train")[:200])
-    train = [s for t in ptb_trees("train")[:30] for s in preference_sets(t, inventory)][:200]
-    dev = [s for t in ptb_trees("dev")[:3] for s in preference_sets(t, inventory)]
+    train = preference_sets_of(ptb_trees("train")[:30], inventory)[:200]
+    dev = preference_sets_of(ptb_trees("dev")[:3], inventory)
     return train, dev
 
 

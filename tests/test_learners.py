@@ -13,7 +13,7 @@ from thinc.api import Adam
 
 from spacy_structpref.corpora import ptb_trees
 from spacy_structpref.errors import StructPrefError
-from spacy_structpref.incremental import CandidateSets, CPInventory, foot_class, preference_sets
+from spacy_structpref.incremental import CandidateSets, CPInventory, foot_class, preference_sets_of
 from spacy_structpref.kernels import gram
 from spacy_structpref.learners import (KernelPerceptron, LinearKernel, RecursiveNetLearner,
                                        SpecialisedLearner, TreeKernel, gold_rank, loss_at_r)
@@ -127,7 +127,7 @@ def attachment_sets():
     inventory = CPInventory.from_trees(ptb_trees("train")[:300])
 
     def sets(trees):
-        out = [s for t in trees for s in preference_sets(t, inventory)]
+        out = preference_sets_of(trees, inventory)
         return [s.trees(reduced=True) for s in out], [s.gold for s in out]
 
     return sets(train), sets(dev)
@@ -154,8 +154,8 @@ def test_tree_kernel_perceptron_learns_attachment(attachment_sets, loss):
 @pytest.fixture(scope="module")
 def ptb_preference_sets():
     inventory = CPInventory.from_trees(ptb_trees("train")[:300])
-    train = [s for t in ptb_trees("train")[:100] for s in preference_sets(t, inventory)]
-    dev = [s for t in ptb_trees("dev")[:5] for s in preference_sets(t, inventory)]
+    train = preference_sets_of(ptb_trees("train")[:100], inventory)
+    dev = preference_sets_of(ptb_trees("dev")[:5], inventory)
     return train, dev
 
 

@@ -10,7 +10,7 @@ from thinc.api import Adam, decaying
 
 from spacy_structpref.corpora import ptb_trees
 from spacy_structpref.errors import StructPrefError
-from spacy_structpref.incremental import CPInventory, preference_sets
+from spacy_structpref.incremental import CPInventory, preference_sets_of
 from spacy_structpref.learners import RecursiveNetLearner, loss_at_r
 from spacy_structpref.learners.recursive import set_losses
 from spacy_structpref.trees import TreeSetDAG
@@ -168,7 +168,7 @@ def test_learns_attachment(tmp_path):
     inventory = CPInventory.from_trees(ptb_trees("train")[:300])
 
     def sets(trees, symbols=None):
-        out = [s for t in trees for s in preference_sets(t, inventory)]
+        out = preference_sets_of(trees, inventory)
         cands = [s.trees(reduced=True) if symbols is None else s.dag(symbols, reduced=True)
                  for s in out]
         return cands, [s.gold for s in out]
@@ -219,7 +219,7 @@ def test_early_stopping_keeps_the_best_validation_epoch():
     symbols = SymbolTable()
 
     def sets(trees):
-        out = [s for t in trees for s in preference_sets(t, inventory)]
+        out = preference_sets_of(trees, inventory)
         return [s.dag(symbols, reduced=True) for s in out], [s.gold for s in out]
 
     (train, train_gold), (val, val_gold) = sets(ptb_trees("train")[:15]), sets(ptb_trees("dev")[:5])
