@@ -9,22 +9,20 @@ from thinc.api import Adam
 
 from spacy_structpref.corpora import ptb_trees
 from spacy_structpref.errors import SavedModelError, StructPrefError
-from spacy_structpref.incremental import CPInventory, preference_sets_of
+from spacy_structpref.incremental import CPInventory
 from spacy_structpref.learners import (EnsembleLearner, KernelPerceptron, RecursiveNetLearner, SpecialisedLearner,
                                        TreeKernel)
 from spacy_structpref.trees import SymbolTable
+
+from attachment_data import candidates_and_gold
 
 
 @pytest.fixture(scope="module")
 def data():
     inventory = CPInventory.from_trees(ptb_trees("train")[:200])
     symbols = SymbolTable()
-
-    def sets(trees):
-        out = preference_sets_of(trees, inventory)
-        return [s.dag(symbols, reduced=True) for s in out], [s.gold for s in out]
-
-    return sets(ptb_trees("train")[:12]), sets(ptb_trees("dev")[:4])
+    return (candidates_and_gold(ptb_trees("train")[:12], inventory, symbols),
+            candidates_and_gold(ptb_trees("dev")[:4], inventory, symbols))
 
 
 def net(seed, epochs=3):

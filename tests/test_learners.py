@@ -19,6 +19,8 @@ from spacy_structpref.learners import (KernelPerceptron, LinearKernel, Recursive
                                        SpecialisedLearner, TreeKernel, gold_rank, loss_at_r)
 from spacy_structpref.trees import SymbolTable
 
+from attachment_data import candidates_and_gold
+
 
 def primal_perceptron(sets, gold, loss, epochs, seed, w=None, w_sum=None, T=0):
     """Reference: the averaged perceptron with an explicit weight vector,
@@ -126,11 +128,7 @@ def attachment_sets():
     train, dev = ptb_trees("train")[:40], ptb_trees("dev")[:10]
     inventory = CPInventory.from_trees(ptb_trees("train")[:300])
 
-    def sets(trees):
-        out = preference_sets_of(trees, inventory)
-        return [s.trees(reduced=True) for s in out], [s.gold for s in out]
-
-    return sets(train), sets(dev)
+    return candidates_and_gold(train, inventory), candidates_and_gold(dev, inventory)
 
 
 @pytest.mark.parametrize("loss", ["setwise", "pairwise"])

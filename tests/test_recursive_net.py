@@ -10,7 +10,7 @@ from thinc.api import Adam, decaying
 
 from spacy_structpref.corpora import ptb_trees
 from spacy_structpref.errors import StructPrefError
-from spacy_structpref.incremental import CPInventory, preference_sets_of
+from spacy_structpref.incremental import CPInventory
 from spacy_structpref.learners import RecursiveNetLearner, loss_at_r
 from spacy_structpref.learners.recursive import set_losses
 from spacy_structpref.trees import TreeSetDAG
@@ -18,6 +18,7 @@ from spacy_structpref.models.recursive import (UNKNOWN, WORD, WORD_KEY, Recursiv
                                                concat_label_dags, label_vocab)
 from spacy_structpref.trees import SymbolTable
 
+from attachment_data import candidates_and_gold
 from strategies import trees
 
 
@@ -167,23 +168,18 @@ def test_bad_input():
 def test_learns_attachment(tmp_path):
     inventory = CPInventory.from_trees(ptb_trees("train")[:300])
 
-    def sets(trees, symbols=None):
-        out = preference_sets_of(trees, inventory)
-        cands = [s.trees(reduced=True) if symbols is None else s.dag(symbols, reduced=True)
-                 for s in out]
-        return cands, [s.gold for s in out]
-
-    (train, train_gold), (dev, dev_gold) = sets(ptb_trees("train")[:40]), sets(ptb_trees("dev")[:10])
+    (train, train_gold), (dev, dev_gold) = (candidates_and_gold(ptb_trees("train")[:40], inventory),
+                                            candidates_and_gold(ptb_trees("dev")[:10], inventory))
     learner = RecursiveNetLearner(epochs=4, optimizer=Adam(0.01), seed=0).fit(train, train_gold)
     assert learner.losses[-1] < learner.losses[0]
     # candidate sets given as DAGs (no trees built) train the same network
     symbols = SymbolTable()
     by_dags = RecursiveNetLearner(epochs=4, optimizer=Adam(0.01), seed=0).fit(
-        *sets(ptb_trees("train")[:40], symbols))
+        *candidates_and_gold(ptb_trees("train")[:40], inventory, symbols))
     # (the same sums in another order: float32 rounding drifts slowly over the epochs)
     assert by_dags.losses[0] == pytest.approx(learner.losses[0], rel=1e-5)
     np.testing.assert_allclose(by_dags.losses, learner.losses, rtol=2e-3)
-    for c, d in zip(dev[:20], sets(ptb_trees("dev")[:10], symbols)[0]):
+    for c, d in zip(dev[:20], candidates_and_gold(ptb_trees("dev")[:10], inventory, symbols)[0]):
         np.testing.assert_allclose(learner.utilities(d), learner.utilities(c), rtol=1e-5, atol=1e-6)
     L = loss_at_r([learner.utilities(c) for c in dev], dev_gold, r=(1, 5))
     chance = np.mean([1 - 1 / len(c) if g is not None else 1 for c, g in zip(dev, dev_gold)])
@@ -218,11 +214,8 @@ def test_early_stopping_keeps_the_best_validation_epoch():
     inventory = CPInventory.from_trees(ptb_trees("train")[:300])
     symbols = SymbolTable()
 
-    def sets(trees):
-        out = preference_sets_of(trees, inventory)
-        return [s.dag(symbols, reduced=True) for s in out], [s.gold for s in out]
-
-    (train, train_gold), (val, val_gold) = sets(ptb_trees("train")[:15]), sets(ptb_trees("dev")[:5])
+    (train, train_gold), (val, val_gold) = (candidates_and_gold(ptb_trees("train")[:15], inventory, symbols),
+                                            candidates_and_gold(ptb_trees("dev")[:5], inventory, symbols))
 
     def net(epochs, patience=0):
         return RecursiveNetLearner(width=6, epochs=epochs, batch_size=4, optimizer=Adam(0.05), seed=1,
