@@ -259,7 +259,8 @@ def parse_lists(sentences: Sequence, parser, k: int = 50, with_forest: bool = Fa
 def candidate_sets(trees: Sequence[Tree], inventory, *, shard_size: int = 100, client=None, scheduler: str = None,
                    n_workers: Optional[int] = None, progress: bool = True) -> list:
     """The preference sets of every word (from the second on) of every gold
-    tree, in order (``preference_sets_of(trees, inventory)``), shards of ``shard_size`` trees a task. Wrap them in
+    tree, in order (``preference_sets_of(trees, inventory)``), shards of
+    ``shard_size`` trees a task. Wrap them in
     :class:`~spacy_structpref.incremental.CandidateSets` to build their
     candidate DAGs on access."""
     trees = list(trees)

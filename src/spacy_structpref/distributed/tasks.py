@@ -103,7 +103,7 @@ def parse_items(parser: Packed, sentences: Sequence, k: int, with_forest: bool, 
 # ---------------------------------------------------- incremental attachment
 def candidate_shard(inventory: Packed, trees: Sequence) -> list:
     """The preference sets of a shard of gold trees, in order
-    (:func:`~spacy_structpref.incremental.preference_sets`)."""
+    (:func:`~spacy_structpref.incremental.preference_sets_of`)."""
     from ..incremental import preference_sets_of
 
     value, _ = inventory.get()  # read only
