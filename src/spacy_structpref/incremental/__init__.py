@@ -2,8 +2,9 @@
 incremental trees, connection paths and their inventory, preference sets with
 tree reduction, foot classes, and a strongly incremental parser over them."""
 from .candidates import (CandidateSets, CPInventory, PreferenceSet, candidate_dag, candidate_edits,
-                         preference_sets, preference_sets_of)
-from .classes import FOOT_CLASSES, OTHERS, UNIVERSAL_FOOT_CLASSES, FootClasses, foot_class, foot_classes
+                         learner_inputs, preference_sets, preference_sets_of)
+from .classes import (FOOT_CLASSES, OTHERS, UNIVERSAL_FOOT_CLASSES, FootClasses, foot_class, foot_classes,
+                      set_classes)
 from .parsing import FRAG, IncrementalParse, IncrementalParser, Scorer, Step, fallback_edit
 from .paths import (ATTACH, LIFT, ConnectionPath, CPType, connection_paths, extend,
                     incremental_trees, right_frontier)
@@ -12,6 +13,6 @@ __all__ = [
     "ATTACH", "FOOT_CLASSES", "FRAG", "IncrementalParse", "IncrementalParser", "LIFT", "OTHERS", "Scorer",
     "Step", "CandidateSets", "CPInventory", "CPType", "ConnectionPath",
     "PreferenceSet", "candidate_dag", "candidate_edits", "connection_paths", "extend", "fallback_edit", "foot_class",
-    "incremental_trees", "preference_sets", "preference_sets_of", "right_frontier", "FootClasses", "foot_classes",
-    "UNIVERSAL_FOOT_CLASSES",
+    "incremental_trees", "learner_inputs", "preference_sets", "preference_sets_of", "right_frontier", "FootClasses",
+    "foot_classes", "set_classes", "UNIVERSAL_FOOT_CLASSES",
 ]

@@ -205,6 +205,19 @@ class CandidateSets(SequenceABC):
         return [len(p) for p in self.psets]
 
 
+def learner_inputs(psets: Sequence[PreferenceSet], symbols: SymbolTable, reduced: bool = True,
+                   specialise: bool = False, classes=None
+                   ) -> Tuple[CandidateSets, List[Optional[int]], Optional[List[str]]]:
+    """``(sets, gold, keys)`` for a preference learner: the sets' candidates
+    (built on access, over ``symbols``), each set's gold index, and with
+    ``specialise`` each set's foot class under ``classes`` (default: the PTB
+    map), else None."""
+    from .classes import set_classes
+
+    return (CandidateSets(psets, symbols, reduced), [s.gold for s in psets],
+            set_classes(psets, classes) if specialise else None)
+
+
 def preference_sets(tree: Tree, inventory: CPInventory) -> List[PreferenceSet]:
     """One preference set per word from the second on, tags from ``tree``."""
     paths = connection_paths(tree)

@@ -14,7 +14,7 @@ or any mapping ``{class: [tags]}`` (from a JSON file or a config block,
 ``spacy_structpref.FootClasses.v1``)."""
 import json
 from pathlib import Path
-from typing import Dict, Iterable, Mapping, Optional, Sequence, Union
+from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
 from spacy.util import registry
 
@@ -115,6 +115,13 @@ def foot_class(tag: str, classes: Optional[FootClasses] = None) -> str:
     """The class of a foot tag under ``classes`` (default: the PTB map;
     ``Others`` for a tag in no class)."""
     return (classes or PTB_FOOT_CLASSES)(tag)
+
+
+def set_classes(psets: Iterable, classes: Optional[FootClasses] = None) -> List[str]:
+    """The foot class of each preference set's incoming word (its ``foot``
+    tag) under ``classes`` (default: the PTB map): the key that routes the
+    set to its learner in a specialised learner (Menchetti et al. 2005, §6.1.1)."""
+    return [foot_class(s.foot, classes) for s in psets]
 
 
 @registry.misc("spacy_structpref.FootClasses.v1")

@@ -26,9 +26,9 @@ test split (or its first sentences). The RNN stops early as the paper's did
 the preference sets of the dev split (all of it for a test evaluation; for a
 dev evaluation its first ``validation_sentences``, left out of the
 evaluation) and the best epoch's kept (with specialisation, each foot class's
-net on that class's validation sets). Learners are built from config files
-(``configs/learners/vp.cfg`` and ``rnn.cfg``); subset ``k`` seeds its
-learners with ``k``. Every candidate set is built once per evaluation and
+net on that class's validation sets). Learners and their training schedules
+are built from config files (``configs/learners/vp.cfg`` and ``rnn.cfg``);
+subset ``k`` seeds its learners with ``k``. Every candidate set is built once per evaluation and
 scored by all the models trained at that point.
 """
 import statistics
@@ -43,8 +43,8 @@ from thinc.api import Config
 
 from ..errors import StructPrefError
 from ..trees.arrays import SymbolTable
-from .candidates import CandidateSets, CPInventory, PreferenceSet, preference_sets_of
-from .classes import FOOT_CLASSES, OTHERS, foot_class
+from .candidates import CandidateSets, CPInventory, PreferenceSet, learner_inputs, preference_sets_of
+from .classes import FOOT_CLASSES, OTHERS, foot_class, set_classes
 
 TABLES = (1, 2, 4, 5)
 CLASSES = list(FOOT_CLASSES) + [OTHERS]
@@ -71,34 +71,24 @@ PAPER = {
 Scorer = Callable[[object, str], np.ndarray]  # (candidate DAG, foot tag) -> utilities
 
 
-def fit_attachment_learner(learner, psets: Sequence[PreferenceSet], symbols: SymbolTable, reduced: bool = True,
-                           specialise: bool = False,
+def fit_attachment_learner(learner, schedule, psets: Sequence[PreferenceSet], symbols: SymbolTable,
+                           reduced: bool = True, specialise: bool = False,
                            validation: Optional[Sequence[PreferenceSet]] = None) -> Tuple[object, Scorer]:
-    """Train a preference learner on the candidates of first-pass attachment
-    sets (built on access over ``symbols``, a VP's ``kernel.symbols``; with
-    tree reduction when ``reduced``), one clone per foot class when
-    ``specialise`` (Menchetti et al. 2005, §6.3.1). ``validation``: held-out
-    preference sets for a learner that stops early on them (the recursive
-    net's ``fit(..., validation=...)``; per foot class when specialised).
-    Returns the trained learner and its scorer ``(candidate DAG, foot tag) ->
-    utilities``."""
-    from ..learners import SpecialisedLearner
+    """Train a preference learner with ``schedule`` (:func:`~..learners.fit`)
+    on the candidates of first-pass attachment sets (built on access over
+    ``symbols``, a VP's ``kernel.symbols``; with tree reduction when
+    ``reduced``), one clone per foot class when ``specialise`` (Menchetti et
+    al. 2005, §6.3.1). ``validation``: held-out preference sets to stop
+    early on (per foot class when specialised). Returns the trained learner
+    and its scorer ``(candidate DAG, foot tag) -> utilities``."""
+    from ..learners import SpecialisedLearner, fit
 
-    def sets_of(ps):
-        return CandidateSets(ps, symbols, reduced=reduced), [s.gold for s in ps]
-
-    sets, gold = sets_of(psets)
-    held = sets_of(validation) if validation else None
+    trained = SpecialisedLearner(learner) if specialise else learner
+    held = learner_inputs(validation, symbols, reduced, specialise) if validation else None
+    fit(trained, *learner_inputs(psets, symbols, reduced, specialise), schedule=schedule, validation=held)
     if specialise:
-        keys = [foot_class(s.foot) for s in psets]
-        spec = SpecialisedLearner(learner).fit(sets, gold, keys, validation=held and (
-            *held, [foot_class(s.foot) for s in validation]))
-        return spec, lambda dag, foot: spec.utilities(dag, foot_class(foot))
-    if held:
-        learner.fit(sets, gold, validation=held)
-    else:
-        learner.fit(sets, gold)
-    return learner, lambda dag, foot: learner.utilities(dag)
+        return trained, lambda dag, foot: trained.utilities(dag, foot_class(foot))
+    return trained, lambda dag, foot: trained.utilities(dag)
 
 
 def validation_count(requested: Optional[int], split: str, n_dev: int) -> int:
@@ -127,17 +117,24 @@ def held_out_trees(split: str, validation_sentences: Optional[int] = None,
     return dev[:n_valid], evaluation[:eval_sentences]
 
 
-def learner_from_config(path: Path, overrides: Optional[dict] = None):
-    """The ``[learner]`` block of a config file, resolved, with dotted
-    ``overrides`` (``{"learner.seed": 3}``)."""
+def learner_from_config(path: Path, overrides: Optional[dict] = None) -> tuple:
+    """``(learner, schedule)``: the ``[learner]`` and ``[schedule]`` blocks of
+    a config file, resolved, with dotted ``overrides`` (``{"learner.seed":
+    3}``); nothing else may be in it."""
     path = Path(path)
     if not path.is_file():
         raise StructPrefError(f"no learner config {path} (run from the project directory, where "
                               "configs/learners/ holds vp.cfg and rnn.cfg, or give the config's path)")
     config = Config().from_disk(path, overrides=overrides or {})
-    if "learner" not in config:
-        raise StructPrefError(f"{path} has no [learner] block")
-    return registry.resolve(config)["learner"]
+    if set(config) != {"learner", "schedule"}:
+        raise StructPrefError(f"{path} must hold a [learner] and a [schedule] block and nothing else, "
+                              f"not {', '.join(f'[{name}]' for name in config) or 'nothing'}")
+    resolved = registry.resolve(config)
+    from ..learners import Schedule
+
+    if not isinstance(resolved["schedule"], Schedule):
+        raise StructPrefError(f"{path}: [schedule] must build a spacy_structpref.Schedule.v1")
+    return resolved["learner"], resolved["schedule"]
 
 
 def parse_sizes(text: str) -> List[Optional[int]]:
@@ -225,7 +222,7 @@ class AttachmentExperiments:
 
         self.configs = {"vp": Path(vp_config), "rnn": Path(rnn_config)}
         # a bad config fails now, not after hours of training
-        built = {kind: learner_from_config(path) for kind, path in self.configs.items()}
+        built = {kind: learner_from_config(path)[1] for kind, path in self.configs.items()}
         if rnn_epochs is not None and rnn_epochs < 1:
             raise StructPrefError(f"rnn_epochs must be >= 1, got {rnn_epochs}")
         if eval_sentences is not None and eval_sentences < 1:
@@ -245,39 +242,39 @@ class AttachmentExperiments:
         self.symbols = SymbolTable()  # every tree-kernel VP and every candidate DAG share it
         self.split = split
         # only a learner that stops early reads them; the dev offset holds for every learner
-        stops_early = any(built[kind].takes_validation for kind in self.learners)
+        stops_early = any(built[kind].patience is not None for kind in self.learners)
         self.validation = preference_sets_of(valid_trees, self.inventory) if stops_early else []
         self.eval_sets = preference_sets_of(evaluation, self.inventory)
         self.eval_gold = [s.gold for s in self.eval_sets]
-        self.eval_class = [foot_class(s.foot) for s in self.eval_sets]
+        self.eval_class = set_classes(self.eval_sets)
         self.eval_sentences = len(evaluation)
 
     # -- parts ----------------------------------------------------------------
-    def learner(self, kind: str, seed: int, loss: Optional[str] = None):
+    def learner(self, kind: str, seed: int, loss: Optional[str] = None) -> tuple:
         """A fresh learner from the ``kind`` (vp, rnn) config, seeded, with
-        ``loss`` (default: the config's). A VP must have a tree kernel,
-        which is given the experiments' SymbolTable."""
+        ``loss`` (default: the config's), and its schedule. A VP must have a
+        tree kernel, which is given the experiments' SymbolTable."""
         overrides = {"learner.seed": seed}
         if loss is not None:
             overrides["learner.loss"] = loss
         if kind == "rnn" and self.rnn_epochs is not None:
-            overrides["learner.epochs"] = self.rnn_epochs
-        learner = learner_from_config(self.configs[kind], overrides)
+            overrides["schedule.epochs"] = self.rnn_epochs
+        learner, schedule = learner_from_config(self.configs[kind], overrides)
         from ..learners import EnsembleLearner
         from ..learners.kernels import TreeKernel
 
         if kind == "rnn" and self.rnn_members > 1:
-            return EnsembleLearner.of_clones(learner, self.rnn_members)
+            return EnsembleLearner.of_clones(learner, self.rnn_members), schedule
         kernel = getattr(learner, "kernel", None)
         if kind == "vp":
             if not isinstance(kernel, TreeKernel):
                 raise StructPrefError(f"{self.configs['vp']}: the VP needs a tree kernel "
                                       f"(spacy_structpref.TreeKernel.v1), not {type(kernel).__name__}")
             kernel.symbols = self.symbols
-        return learner
+        return learner, schedule
 
     def config_loss(self, kind: str) -> str:
-        return learner_from_config(self.configs[kind]).loss
+        return learner_from_config(self.configs[kind])[0].loss
 
     def training_sets(self, first: int, last: Optional[int]) -> List[PreferenceSet]:
         """The preference sets of training sentences ``first`` to ``last`` in
@@ -313,10 +310,10 @@ class AttachmentExperiments:
         n = len(self.eval_class)
         return {cls: 100 * self.eval_class.count(cls) / n for cls in CLASSES}
 
-    def _timed_fit(self, learner, psets, specialise: bool):
-        t0 = time.perf_counter()
-        validation = self.validation if learner.takes_validation else None
-        trained, scorer = fit_attachment_learner(learner, psets, self.symbols, specialise=specialise,
+    def _timed_fit(self, built: tuple, psets, specialise: bool):
+        (learner, schedule), t0 = built, time.perf_counter()
+        validation = self.validation if schedule.patience is not None else None
+        trained, scorer = fit_attachment_learner(learner, schedule, psets, self.symbols, specialise=specialise,
                                                  validation=validation)
         if validation:
             self.log(f"best validation epochs: {_best_epochs(trained)}")
@@ -353,7 +350,7 @@ class AttachmentExperiments:
             raise StructPrefError(f"need at least one subset of at least one sentence, got {n_subsets} of {size}")
         if n_subsets * size > len(self.train):
             raise StructPrefError(f"{n_subsets} × {size} sentences exceed the {len(self.train)} of train")
-        from ..learners import KernelPerceptron, LinearKernel
+        from ..learners import KernelPerceptron, LinearKernel, fit
 
         if 4 in tables and set(self.learners) != set(LEARNERS):
             raise StructPrefError("Table 4 needs both learners (the RNN's states and the tree-kernel VP)")
@@ -374,13 +371,12 @@ class AttachmentExperiments:
                 self.log(f"subset {k + 1}: {NAMES[kind]} ({loss}) on {size} sentences ({len(psets)} sets) "
                          f"trained in {seconds[name]:.1f} s")
             if 4 in tables:
-                rnn, vp = trained[f"rnn-{losses['rnn']}"], self.learner("vp", k)
-                linear = KernelPerceptron(LinearKernel(), loss=vp.loss, epochs=vp.epochs, average=vp.average,
-                                          seed=vp.seed)
+                rnn, (vp, vp_schedule) = trained[f"rnn-{losses['rnn']}"], self.learner("vp", k)
+                linear = KernelPerceptron(LinearKernel(), loss=vp.loss, average=vp.average, seed=vp.seed)
                 sets = CandidateSets(psets, self.symbols, reduced=True)
                 t0 = time.perf_counter()
                 states = [rnn.root_states(sets[i]) for i in range(len(sets))]
-                linear.fit(states, [s.gold for s in psets])
+                fit(linear, states, [s.gold for s in psets], schedule=vp_schedule)
                 seconds["vp-linear"] = time.perf_counter() - t0
                 scorers["vp-linear"] = lambda dag, foot, rnn=rnn, linear=linear: linear.utilities(rnn.root_states(dag))
                 self.log(f"subset {k + 1}: linear VP on RNN root states trained in {seconds['vp-linear']:.1f} s")
@@ -428,7 +424,7 @@ def _best_epochs(trained) -> dict:
     def epochs(net):
         if hasattr(net, "members"):
             return [epochs(member) for member in net.members]
-        return [net.best_epoch, len(net.losses)]
+        return [net.log.best_epoch, len(net.log.losses)]
 
     return {str(key): epochs(net) for key, net in sorted(nets.items(), key=str)}
 

@@ -1,7 +1,7 @@
 """Preference learning (Menchetti et al. 2005, §5): learner kernels, the kernel
 voted perceptron and the recursive neural network over preference sets, one
-learner per class of sets (specialisation), ensembles of learners, and the
-``L_r`` metric.
+learner per class of sets (specialisation), ensembles of learners, the one
+training loop (``fit``) and the ``L_r`` metric.
 
 The names below load on first use: the ``spacy_misc`` entry points name the
 config functions of :mod:`.registrations`, and resolving one of them must not
@@ -10,8 +10,8 @@ from importlib import import_module
 
 _MODULES = {
     "CompositeKernel": "kernels", "EnsembleLearner": "ensemble", "KernelPerceptron": "perceptron",
-    "LinearKernel": "kernels",
-    "PreferenceLearner": "base", "RecursiveNetLearner": "recursive", "ScoredTrees": "kernels",
+    "Learner": "base", "LinearKernel": "kernels",
+    "PreferenceLearner": "base", "Schedule": "training", "TrainingLog": "base", "fit": "training", "RecursiveNetLearner": "recursive", "ScoredTrees": "kernels",
     "SpecialisedLearner": "specialised", "TreeKernel": "kernels", "gold_rank": "metrics",
     "loss_at_r": "metrics", "pairwise_error": "metrics",
 }

@@ -6,9 +6,10 @@ import copy
 from abc import ABC, abstractmethod
 from collections.abc import Sequence as SequenceABC
 from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import (Any, Callable, Dict, Iterable, Iterator, List, Optional, Protocol, Sequence, Tuple,
-                    runtime_checkable)
+from typing import (Any, Callable, Dict, Hashable, Iterable, Iterator, List, Optional, Protocol, Sequence,
+                    Tuple, runtime_checkable)
 
 import numpy as np
 import srsly
@@ -20,11 +21,9 @@ from ..saving import atomic_directory, check_saved, load_errors
 LOSSES = ("setwise", "pairwise")
 
 
-def check_training_settings(loss: str, epochs: int) -> None:
+def check_loss(loss: str) -> None:
     if loss not in LOSSES:
         raise StructPrefError(f"loss must be one of {', '.join(LOSSES)}, got {loss!r}")
-    if epochs < 1:
-        raise StructPrefError(f"epochs must be >= 1, got {epochs}")
 
 
 def candidate_list(candidates) -> Sequence:
@@ -99,43 +98,107 @@ class LearnerKernel(Protocol):
     def decode(self, data: list) -> list: ...
 
 
+@dataclass
+class TrainingLog:
+    """What :func:`.training.fit` recorded for one learner, an entry per
+    epoch: the mean loss per training set, the validation error, the
+    training seconds so far (validation excluded); ``best_epoch`` (1-based),
+    when it chose on validation sets."""
+
+    losses: List[float] = field(default_factory=list)
+    validation: List[float] = field(default_factory=list)
+    seconds: List[float] = field(default_factory=list)
+    best_epoch: Optional[int] = None
+
+
 # name -> (get, set) of one msgpack-ready part of a learner's state
 Parts = Dict[str, Tuple[Callable[[], Any], Callable[[Any], None]]]
 
 
-class PreferenceLearner(ABC):
-    """A learner of utilities over preference sets, trained like a spaCy
-    component: ``initialize``, then ``update`` on batches of sets (with the
-    caller's optimizer where the learner has gradients), ``finish_training``
-    when training ends; ``fit`` does all of it for a whole training set."""
+class Learner(ABC):
+    """The training contract every learner keeps, whoever trains it:
+    spaCy's loop through a component (``initialize``, then ``update`` per
+    batch with the caller's optimizer, ``finish_update``), or
+    :func:`.training.fit` (epochs of batches, early stopping), which also
+    uses ``split``/``part`` (a learner made of others trains part by part),
+    ``prepare``, ``set_utilities``, ``snapshot``/``restore`` and ``log``."""
 
-    # whether ``fit`` takes ``validation=(sets, gold)`` and stops early on them
-    takes_validation = False
-    # what the learner's random choices start from (``clone(seed)`` sets it); a
-    # learner without any keeps 0
+    # what the learner's random choices (and fit's shuffles) start from
     seed: int = 0
+    # whether the learner steps by itself (the perceptron) rather than by an optimizer
+    steps_by_itself = False
+    # whether fit's first pass takes the sets in the order given (later passes are shuffled)
+    first_pass_in_order = False
 
     @abstractmethod
-    def initialize(self, sets: Sequence[Sequence],
-                   gold: Optional[Sequence[Optional[int]]] = None) -> "PreferenceLearner":
+    def initialize(self, sets: Sequence[Sequence], gold: Optional[Sequence[Optional[int]]] = None,
+                   keys: Optional[Sequence[Hashable]] = None) -> "Learner":
         """Start afresh, fixing what the training sets fix (a vocabulary, a model)."""
 
     @abstractmethod
-    def update(self, sets: Sequence[Sequence], gold: Sequence[Optional[int]], *, sgd=None,
-               losses: Optional[Dict[str, float]] = None) -> Dict[str, float]:
-        """Train on the sets, in the order given; add this call's loss to ``losses``."""
+    def update(self, sets: Sequence[Sequence], gold: Sequence[Optional[int]],
+               keys: Optional[Sequence[Hashable]] = None, *, ids: Optional[Sequence[Hashable]] = None,
+               sgd=None, losses: Optional[Dict[str, float]] = None) -> Dict[str, float]:
+        """Train on the sets, in the order given, with each set's key for a
+        learner specialised by class (else None); add this call's loss to
+        ``losses``. ``ids``: an identity per set, the same whenever the set
+        comes again (None: every set is new); ``sgd=None`` leaves gradients
+        to ``finish_update(sgd)``."""
 
     def finish_update(self, sgd) -> None:
         """Apply the gradients that ``update(..., sgd=None)`` accumulated (a
         learner without gradients has nothing to apply)."""
 
-    def finish_training(self) -> "PreferenceLearner":
+    def finish_training(self) -> "Learner":
         """Tidy up once training is over (saving does it too)."""
         return self
 
-    @abstractmethod
-    def fit(self, sets: Sequence[Sequence], gold: Sequence[Optional[int]]) -> "PreferenceLearner":
-        """Train on sets of candidates with each set's best index (None: no correct one)."""
+    @contextmanager
+    def use_params(self, params: Dict) -> Iterator[None]:
+        """Predict (and save) with ``params`` in place of the current
+        parameters, e.g. an optimizer's averages; a learner that averages by
+        itself (the voted perceptron) ignores them."""
+        yield
+
+    # -- what fit asks of a learner ---------------------------------------------
+    @property
+    def initialized(self) -> bool:
+        """Whether the learner can train on (else ``fit`` initializes it first)."""
+        return True
+
+    def split(self, sets: Sequence[Sequence], gold: Sequence[Optional[int]],
+              keys: Optional[Sequence[Hashable]] = None) -> Optional[Dict[Hashable, Tuple]]:
+        """``{part: (sets, gold, keys)}`` for a learner whose parts train on
+        their own sets (see :meth:`part`); None for one that trains as one
+        (which takes no keys)."""
+        check_no_keys(self, keys)
+        return None
+
+    def part(self, name: Hashable) -> "Learner":
+        """The part ``name`` of :meth:`split` (made when it has none yet)."""
+        raise StructPrefError(f"a {type(self).__name__} has no parts")
+
+    def prepare(self, sets: Sequence[Sequence]) -> Sequence:
+        """The sets in a form ``update`` and ``set_utilities`` take, made once
+        for the epochs that use them (by default, the sets as they are)."""
+        return sets
+
+    def set_utilities(self, sets: Sequence[Sequence]) -> List[np.ndarray]:
+        """U(x) of every candidate of each set (of :meth:`prepare`'s sets too)."""
+        return [self.utilities(candidates) for candidates in sets]
+
+    def snapshot(self) -> Any:
+        """What the learner predicts with now, for :meth:`restore`."""
+        return self.to_bytes()
+
+    def restore(self, snapshot: Any) -> None:
+        """Predict with what :meth:`snapshot` took."""
+        self.from_bytes(snapshot)
+
+
+class PreferenceLearner(Learner):
+    """A learner of utilities over preference sets, which saves itself part
+    by part; its training log is ``log`` (see :func:`.training.fit`)."""
 
     @abstractmethod
     def clone(self, seed: Optional[int] = None) -> "PreferenceLearner":
@@ -149,13 +212,6 @@ class PreferenceLearner(ABC):
     def predict(self, sets: Sequence[Sequence]) -> List[Optional[int]]:
         """Index of the highest-utility candidate of each set (None: empty set)."""
         return [int(np.argmax(u)) if len(u) else None for u in map(self.utilities, sets)]
-
-    @contextmanager
-    def use_params(self, params: Dict) -> Iterator[None]:
-        """Predict (and save) with ``params`` in place of the current
-        parameters, e.g. an optimizer's averages; a learner that averages by
-        itself (the voted perceptron) ignores them."""
-        yield
 
     # -- saving ---------------------------------------------------------------
     @abstractmethod
@@ -201,14 +257,14 @@ class PreferenceLearner(ABC):
                 path, {f"{name}.msgpack": _reader(put) for name, put in setters.items()}, exclude))
 
 
-def check_takes_validation(learner: "PreferenceLearner") -> None:
-    """Refuse validation sets for a learner whose ``fit`` does not stop early on them."""
-    if not learner.takes_validation:
-        raise StructPrefError(f"a {type(learner).__name__} does not stop early on validation sets (only "
-                              "recursive networks do, and ensembles of them): train it without validation")
+def check_no_keys(learner: Learner, keys) -> None:
+    """Refuse keys for a learner that is not specialised by class."""
+    if keys is not None:
+        raise StructPrefError(f"a {type(learner).__name__} is one learner for every set: it takes no keys "
+                              "(keys route sets to a SpecialisedLearner's learners)")
 
 
-def params_of_all(learners: Iterable["PreferenceLearner"], params: Dict) -> ExitStack:
+def params_of_all(learners: Iterable[Learner], params: Dict) -> ExitStack:
     """Every learner's ``use_params(params)``, entered together."""
     stack = ExitStack()
     for learner in learners:

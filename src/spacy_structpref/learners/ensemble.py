@@ -6,18 +6,18 @@ one network per foot class, whose first-pass attachment error moves by about
 a point from one initialisation to the next on the PTB sample. The members
 are clones of one prototype, seeded ``seed``, ``seed + seed_step``, …"""
 from contextlib import ExitStack
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, Hashable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from ..errors import SavedModelError, StructPrefError
-from .base import Parts, PreferenceLearner, candidate_list, check_takes_validation, params_of_all
+from .base import Parts, PreferenceLearner, candidate_list, check_no_keys, params_of_all
 
 
 class EnsembleLearner(PreferenceLearner):
     """``members`` trained learners' mean utility. Training trains every
-    member on the same sets (``fit``'s validation sets go to each member,
-    for a learner that stops early on them)."""
+    member on the same sets (``fit`` trains one member after another, each
+    stopping early on the validation sets)."""
 
     def __init__(self, members: Sequence[PreferenceLearner]):
         members = list(members)
@@ -51,22 +51,25 @@ class EnsembleLearner(PreferenceLearner):
         return kernels[0] if all(k is kernels[0] for k in kernels) else None
 
     @property
-    def takes_validation(self) -> bool:
-        return all(m.takes_validation for m in self.members)
+    def steps_by_itself(self) -> bool:
+        return all(m.steps_by_itself for m in self.members)
 
     # -- learning -------------------------------------------------------------
-    def initialize(self, sets: Sequence[Sequence],
-                   gold: Optional[Sequence[Optional[int]]] = None) -> "EnsembleLearner":
+    def initialize(self, sets: Sequence[Sequence], gold: Optional[Sequence[Optional[int]]] = None,
+                   keys: Optional[Sequence[Hashable]] = None) -> "EnsembleLearner":
+        check_no_keys(self, keys)
         for member in self.members:
             member.initialize(sets, gold)
         return self
 
-    def update(self, sets: Sequence[Sequence], gold: Sequence[Optional[int]], *, sgd=None,
-               losses: Optional[Dict[str, float]] = None) -> Dict[str, float]:
+    def update(self, sets: Sequence[Sequence], gold: Sequence[Optional[int]],
+               keys: Optional[Sequence[Hashable]] = None, *, ids: Optional[Sequence[Hashable]] = None,
+               sgd=None, losses: Optional[Dict[str, float]] = None) -> Dict[str, float]:
         """Every member's ``update`` on the sets (their losses summed)."""
+        check_no_keys(self, keys)
         losses = {} if losses is None else losses
         for member in self.members:
-            member.update(sets, gold, sgd=sgd, losses=losses)
+            member.update(sets, gold, ids=ids, sgd=sgd, losses=losses)
         return losses
 
     def finish_update(self, sgd) -> None:
@@ -78,17 +81,14 @@ class EnsembleLearner(PreferenceLearner):
             member.finish_training()
         return self
 
-    def fit(self, sets: Sequence[Sequence], gold: Sequence[Optional[int]],
-            validation: Optional[Tuple[Sequence[Sequence], Sequence[Optional[int]]]] = None) -> "EnsembleLearner":
-        """Each member's ``fit``, one after another; ``validation`` is passed to each."""
-        if validation is not None:
-            check_takes_validation(self)
-        for member in self.members:
-            if validation is None:
-                member.fit(sets, gold)
-            else:
-                member.fit(sets, gold, validation=validation)
-        return self
+    def split(self, sets: Sequence[Sequence], gold: Sequence[Optional[int]],
+              keys: Optional[Sequence[Hashable]] = None) -> Dict[int, Tuple]:
+        """The same sets for every member."""
+        check_no_keys(self, keys)
+        return {i: (sets, gold, None) for i in range(len(self.members))}
+
+    def part(self, i: int) -> PreferenceLearner:
+        return self.members[i]
 
     def clone(self, seed: Optional[int] = None) -> "EnsembleLearner":
         """Untrained clones of the members; with ``seed``, the members' seeds

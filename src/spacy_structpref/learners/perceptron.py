@@ -23,14 +23,13 @@ costs O(log n) repacking per item rather than repacking the whole pool; after
 training (``finish_training``, or saving) the pool is packed as one chunk, so
 prediction takes one kernel block.
 """
-import random
 from typing import Dict, Hashable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from ..errors import SavedModelError, StructPrefError
-from .base import (LearnerKernel, Parts, PreferenceLearner, Subsequence, candidate_list,
-                   check_training_settings, teaching_sets)
+from .base import (LearnerKernel, Parts, PreferenceLearner, TrainingLog, candidate_list, check_loss, check_no_keys,
+                   teaching_sets)
 from .metrics import at_least
 
 
@@ -48,14 +47,15 @@ class KernelPerceptron(PreferenceLearner):
     config that trained it); its support is prepared by that kernel, so tree
     items intern into the loading learner's ``kernel.symbols``."""
 
-    def __init__(self, kernel: LearnerKernel, loss: str = "setwise", epochs: int = 1,
-                 average: bool = True, seed: int = 0, progress: Optional[bool] = None):
-        check_training_settings(loss, epochs)
+    steps_by_itself = True  # a mistake adds support; there is no gradient
+    first_pass_in_order = True  # an online learner: one pass in the given order is Menchetti et al.'s VP
+
+    def __init__(self, kernel: LearnerKernel, loss: str = "setwise", average: bool = True, seed: int = 0):
+        check_loss(loss)
         if not isinstance(kernel, LearnerKernel):
             raise StructPrefError(f"a {type(kernel).__name__} is not a learner kernel (see "
                                   "spacy_structpref.learners.kernels)")
-        self.kernel, self.loss, self.epochs = kernel, loss, epochs
-        self.average, self.seed, self.progress = average, seed, progress
+        self.kernel, self.loss, self.average, self.seed = kernel, loss, average, seed
         self._reset()
 
     def _reset(self) -> None:
@@ -64,12 +64,13 @@ class KernelPerceptron(PreferenceLearner):
         self._pending: Dict[tuple, list] = {}  # key -> [item, alpha, tau]
         self.n_examples = 0  # T: examples seen (pairs or sets)
         self.n_updates = 0
+        self.log = TrainingLog()
 
     def clone(self, seed: Optional[int] = None) -> "KernelPerceptron":
         """An untrained perceptron with the same settings and the same kernel
         (so the same SymbolTable), seeded ``seed`` (None: this one's seed)."""
-        return type(self)(self.kernel, loss=self.loss, epochs=self.epochs, average=self.average,
-                          seed=self.seed if seed is None else seed, progress=self.progress)
+        return type(self)(self.kernel, loss=self.loss, average=self.average,
+                          seed=self.seed if seed is None else seed)
 
     # -- the pool -------------------------------------------------------------
     @property
@@ -135,37 +136,35 @@ class KernelPerceptron(PreferenceLearner):
 
     # -- learning -------------------------------------------------------------
     def initialize(self, sets: Optional[Sequence[Sequence]] = None,
-                   gold: Optional[Sequence[Optional[int]]] = None) -> "KernelPerceptron":
+                   gold: Optional[Sequence[Optional[int]]] = None,
+                   keys: Optional[Sequence[Hashable]] = None) -> "KernelPerceptron":
         """Start afresh (no support). A perceptron fixes nothing before
-        training: the sets, with gold, are only checked (``fit`` needs no
-        ``initialize``)."""
+        training: the sets, with gold, are only checked."""
+        check_no_keys(self, keys)
         if sets is not None and gold is not None:
             teaching_sets(sets, gold)
         self._reset()
         return self
 
-    def update(self, sets: Sequence[Sequence], gold: Sequence[Optional[int]], *,
-               set_ids: Optional[Sequence[Hashable]] = None, sgd=None,
-               losses: Optional[Dict[str, float]] = None) -> Dict[str, float]:
-        """One pass over the sets in the order given (no shuffling). Sets
-        without a correct candidate (None) or with a single candidate teach
-        nothing. ``set_ids``: an id per set, stable across calls: a set seen
-        again (the next epoch) pools its support items with those it added
-        before; by default every set is new. ``losses["perceptron"]`` counts
-        the mistakes. ``sgd`` is not used (the perceptron steps by itself): it
-        is taken so that every learner updates alike. The support is left in
-        chunks: ``finish_training`` packs it."""
+    def update(self, sets: Sequence[Sequence], gold: Sequence[Optional[int]],
+               keys: Optional[Sequence[Hashable]] = None, *, ids: Optional[Sequence[Hashable]] = None,
+               sgd=None, losses: Optional[Dict[str, float]] = None) -> Dict[str, float]:
+        """One pass over the sets in the order given. Sets without a correct
+        candidate (None) or with a single candidate teach nothing. A set
+        whose id comes again (the next epoch) pools its support items with
+        those it added before. ``losses["perceptron"]`` counts the mistakes.
+        ``sgd`` is not used (the perceptron steps by itself): it is taken so
+        that every learner updates alike. The support is left in chunks:
+        ``finish_training`` packs it."""
+        check_no_keys(self, keys)
         sets, gold, order = teaching_sets(sets, gold)
-        if set_ids is None:
-            set_ids = [object() for _ in range(len(sets))]
-        elif len(set_ids) != len(sets):
-            raise StructPrefError(f"{len(sets)} preference sets but {len(set_ids)} set ids")
-        from tqdm import tqdm
-
+        if ids is None:
+            ids = [object() for _ in range(len(sets))]
+        elif len(ids) != len(sets):
+            raise StructPrefError(f"{len(sets)} preference sets but {len(ids)} set ids")
         before = self.n_updates
-        for i in tqdm(order, desc="perceptron", unit="set", leave=False,
-                      disable=None if self.progress is None else not self.progress):
-            self._train_set(set_ids[i], candidate_list(sets[i]), gold[i])
+        for i in order:
+            self._train_set(ids[i], candidate_list(sets[i]), gold[i])
         losses = {} if losses is None else losses
         losses["perceptron"] = losses.get("perceptron", 0.0) + self.n_updates - before
         return losses
@@ -174,21 +173,6 @@ class KernelPerceptron(PreferenceLearner):
         """Pack the support as one chunk: prediction then takes one kernel block."""
         self._compact()
         return self
-
-    def fit(self, sets: Sequence[Sequence], gold: Sequence[Optional[int]]) -> "KernelPerceptron":
-        """Train on preference sets (lists of candidates) with the index of each
-        set's best candidate: ``epochs`` updates over the sets that can teach
-        (shuffled from the second epoch on), then ``finish_training``. Can be
-        called again to go on."""
-        sets, gold, order = teaching_sets(sets, gold)
-        set_ids = [object() for _ in range(len(sets))]  # this call's sets, the same each epoch
-        rng = random.Random(self.seed)
-        for epoch in range(self.epochs):
-            if epoch:
-                rng.shuffle(order)
-            self.update(Subsequence(sets, order), [gold[i] for i in order],
-                        set_ids=[set_ids[i] for i in order])
-        return self.finish_training()
 
     def _train_set(self, set_id: Hashable, cands: Sequence, g: int) -> None:
         prepared = self.kernel.prepare(cands)

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from .perceptron import KernelPerceptron
     from .recursive import RecursiveNetLearner
     from .specialised import SpecialisedLearner
+    from .training import Schedule
 
 
 @registry.misc("spacy_structpref.TreeKernel.v1")
@@ -61,43 +62,44 @@ def make_forest_kernel(lam: float = 0.4, alpha: float = 1.0, normalize: bool = T
 
 
 @registry.misc("spacy_structpref.KernelPerceptron.v1")
-def make_kernel_perceptron(kernel: LearnerKernel, loss: str = "setwise", epochs: int = 1,
-                           average: bool = True, seed: int = 0,
-                           progress: Optional[bool] = None) -> "KernelPerceptron":
+def make_kernel_perceptron(kernel: LearnerKernel, loss: str = "setwise", average: bool = True,
+                           seed: int = 0) -> "KernelPerceptron":
     from .perceptron import KernelPerceptron
 
-    return KernelPerceptron(kernel, loss=loss, epochs=epochs, average=average, seed=seed,
-                            progress=progress)
+    return KernelPerceptron(kernel, loss=loss, average=average, seed=seed)
 
 
 def perceptron_config(kernel: dict) -> dict:
     """The config block of a component's default learner: the setwise
-    kernel voted perceptron over the ``kernel`` block. spaCy's epochs are
-    its passes, so its own ``epochs`` (for ``fit``) is unused, and it shows
-    no progress bar of its own inside spaCy's training loop."""
-    return {"@misc": "spacy_structpref.KernelPerceptron.v1", "loss": "setwise", "epochs": 1,
-            "average": True, "seed": 0, "progress": False, "kernel": kernel}
+    kernel voted perceptron over the ``kernel`` block (spaCy's epochs are
+    its passes)."""
+    return {"@misc": "spacy_structpref.KernelPerceptron.v1", "loss": "setwise", "average": True, "seed": 0,
+            "kernel": kernel}
 
 
 @registry.misc("spacy_structpref.RecursiveNetLearner.v1")
-def make_recursive_net_learner(width: int = 25, max_children: int = 15, loss: str = "setwise",
-                               epochs: int = 12, batch_size: int = 32,
-                               optimizer: Optional[Optimizer] = None, seed: int = 0,
-                               progress: Optional[bool] = None, log_p_input: bool = False,
-                               log_p_a: float = 1.0, log_p_b: float = 0.0,
-                               patience: int = 0, min_word_sets: int = 0) -> "RecursiveNetLearner":
-    """``optimizer``: what ``fit`` trains with (``update`` takes the caller's);
-    ``log_p_input``: the parser's ``log_p_a·log p + log_p_b`` as an input (reranking);
-    ``patience``: with validation sets, ``fit`` stops after that many epochs
-    without a better validation ``L_1`` (0: runs every epoch, keeps the best);
+def make_recursive_net_learner(width: int = 25, max_children: int = 15, loss: str = "setwise", seed: int = 0,
+                               log_p_input: bool = False, log_p_a: float = 1.0, log_p_b: float = 0.0,
+                               min_word_sets: int = 0) -> "RecursiveNetLearner":
+    """``log_p_input``: the parser's ``log_p_a·log p + log_p_b`` as an input (reranking);
     ``min_word_sets``: words found in at least that many training sets are
     inputs of their own (0: every word is one WORD input)."""
     from .recursive import RecursiveNetLearner
 
-    return RecursiveNetLearner(width, max_children, loss=loss, epochs=epochs,
-                               batch_size=batch_size, optimizer=optimizer, seed=seed,
-                               progress=progress, log_p_input=log_p_input, log_p_a=log_p_a,
-                               log_p_b=log_p_b, patience=patience, min_word_sets=min_word_sets)
+    return RecursiveNetLearner(width, max_children, loss=loss, seed=seed, log_p_input=log_p_input,
+                               log_p_a=log_p_a, log_p_b=log_p_b, min_word_sets=min_word_sets)
+
+
+@registry.misc("spacy_structpref.Schedule.v1")
+def make_schedule(epochs: int = 1, batch_size: int = 32, patience: Optional[int] = None,
+                  optimizer: Optional[Optimizer] = None, progress: Optional[bool] = None) -> "Schedule":
+    """How :func:`~.training.fit` trains a learner (a config's ``[schedule]``
+    block): ``epochs``, ``batch_size`` sets per update, ``patience`` (None:
+    no validation sets; 0: every epoch, keeping the best on them), the
+    ``optimizer`` of a learner with gradients, a ``progress`` bar."""
+    from .training import Schedule
+
+    return Schedule(epochs, batch_size, patience, optimizer, progress)
 
 
 @registry.misc("spacy_structpref.SpecialisedLearner.v1")

@@ -13,11 +13,10 @@ from spacy import util
 
 from ..errors import SavedModelError, StructPrefError
 from ..saving import atomic_directory, check_saved, inside, load_errors
-from .base import (PreferenceLearner, Subsequence, candidate_list, check_takes_validation, params_of_all,
-                   teaching_sets)
+from .base import Learner, PreferenceLearner, Subsequence, candidate_list, params_of_all, teaching_sets
 
 
-class SpecialisedLearner:
+class SpecialisedLearner(Learner):
     """A learner per key, each a clone of ``prototype`` made for the first
     training set of its key. A key never seen with a set that can teach has
     no learner: its sets get equal utilities (no preference), which ``L_r``
@@ -31,9 +30,20 @@ class SpecialisedLearner:
         self.learners: Dict[Hashable, PreferenceLearner] = {}
         self._unapplied: Set[Hashable] = set()  # keys whose learner holds gradients for finish_update
 
-    def _groups(self, sets: Sequence[Sequence], gold: Sequence[Optional[int]],
-                keys: Sequence[Hashable]) -> Iterator[Tuple[Hashable, Sequence[Sequence], List]]:
-        """``(key, its sets, their gold)`` for each key with a set that can teach."""
+    @property
+    def seed(self) -> int:
+        return self.prototype.seed
+
+    @property
+    def steps_by_itself(self) -> bool:
+        return self.prototype.steps_by_itself
+
+    def _groups(self, sets: Sequence[Sequence], gold: Sequence[Optional[int]], keys: Optional[Sequence[Hashable]],
+                ids: Optional[Sequence[Hashable]] = None
+                ) -> Iterator[Tuple[Hashable, Sequence[Sequence], List, Optional[List]]]:
+        """``(key, its sets, their gold, their ids)`` for each key with a set that can teach."""
+        if keys is None:
+            raise StructPrefError("a SpecialisedLearner routes each set by its key: give keys, one per set")
         if len(keys) != len(sets):
             raise StructPrefError(f"{len(sets)} sets, {len(gold)} gold indices and "
                                   f"{len(keys)} keys: one of each per set")
@@ -41,31 +51,36 @@ class SpecialisedLearner:
         groups: Dict[Hashable, List[int]] = defaultdict(list)
         for i, key in enumerate(keys):
             groups[key].append(i)
+        if ids is not None and len(ids) != len(sets):
+            raise StructPrefError(f"{len(sets)} preference sets but {len(ids)} set ids")
         for key in sorted({keys[i] for i in order}, key=str):  # keys with nothing to learn from get no learner
             members = groups[key]
-            yield key, Subsequence(sets, members), [gold[i] for i in members]
+            yield (key, Subsequence(sets, members), [gold[i] for i in members],
+                   None if ids is None else [ids[i] for i in members])
 
     # -- learning -------------------------------------------------------------
-    def initialize(self, sets: Sequence[Sequence], gold: Sequence[Optional[int]],
-                   keys: Sequence[Hashable]) -> "SpecialisedLearner":
+    def initialize(self, sets: Sequence[Sequence], gold: Optional[Sequence[Optional[int]]] = None,
+                   keys: Optional[Sequence[Hashable]] = None) -> "SpecialisedLearner":
         """A fresh learner for each key with a set that can teach, initialized on its sets."""
+        if gold is None:
+            raise StructPrefError("a SpecialisedLearner is initialized on sets with their gold and keys")
         self.learners = {key: self.prototype.clone().initialize(key_sets, key_gold)
-                         for key, key_sets, key_gold in self._groups(sets, gold, keys)}
+                         for key, key_sets, key_gold, _ in self._groups(sets, gold, keys)}
         self._unapplied = set()
         return self
 
     def update(self, sets: Sequence[Sequence], gold: Sequence[Optional[int]],
-               keys: Sequence[Hashable], *, sgd=None,
-               losses: Optional[Dict[str, float]] = None) -> Dict[str, float]:
+               keys: Optional[Sequence[Hashable]] = None, *, ids: Optional[Sequence[Hashable]] = None,
+               sgd=None, losses: Optional[Dict[str, float]] = None) -> Dict[str, float]:
         """Each key's learner's ``update`` on the sets of that key; a key first
         seen here gets a learner initialized on these sets. ``sgd=None``
         leaves the gradients to ``finish_update(sgd)``."""
         losses = {} if losses is None else losses
-        for key, key_sets, key_gold in self._groups(sets, gold, keys):
+        for key, key_sets, key_gold, key_ids in self._groups(sets, gold, keys, ids):
             learner = self.learners.get(key)
             if learner is None:
                 learner = self.learners[key] = self.prototype.clone().initialize(key_sets, key_gold)
-            learner.update(key_sets, key_gold, sgd=sgd, losses=losses)
+            learner.update(key_sets, key_gold, ids=key_ids, sgd=sgd, losses=losses)
             if sgd is None:
                 self._unapplied.add(key)
         return losses
@@ -84,32 +99,17 @@ class SpecialisedLearner:
             learner.finish_training()
         return self
 
-    def fit(self, sets: Sequence[Sequence], gold: Sequence[Optional[int]],
-            keys: Sequence[Hashable], validation: Optional[Tuple[Sequence[Sequence], Sequence[Optional[int]],
-                                                                 Sequence[Hashable]]] = None
-            ) -> "SpecialisedLearner":
-        """Train each key's learner on the sets of that key (``keys[i]`` is the
-        key of ``sets[i]``) with its ``fit``; can be called again to go on.
-        ``validation``: held-out ``(sets, gold, keys)``; each key's learner
-        gets the sets of its key as its ``fit(..., validation=(sets, gold))``
-        (a key without any, none); a prototype that does not stop early on
-        validation sets (``takes_validation``: only the recursive net and its
-        ensembles do) is refused them."""
-        held: Dict[Hashable, Tuple[Sequence[Sequence], List]] = {}
-        if validation is not None:
-            check_takes_validation(self.prototype)
-            if not (isinstance(validation, (tuple, list)) and len(validation) == 3):
-                raise StructPrefError("validation is a triple (sets, gold, keys)")
-            held = {key: (key_sets, key_gold) for key, key_sets, key_gold in self._groups(*validation)}
-        for key, key_sets, key_gold in self._groups(sets, gold, keys):
-            learner = self.learners.get(key)
-            if learner is None:
-                learner = self.learners[key] = self.prototype.clone()
-            if key in held:
-                learner.fit(key_sets, key_gold, validation=held[key])
-            else:
-                learner.fit(key_sets, key_gold)
-        return self
+    def split(self, sets: Sequence[Sequence], gold: Sequence[Optional[int]],
+              keys: Optional[Sequence[Hashable]] = None) -> Dict[Hashable, Tuple]:
+        """Each key's sets, for its learner (keys without a set that can teach have none)."""
+        return {key: (key_sets, key_gold, None) for key, key_sets, key_gold, _ in self._groups(sets, gold, keys)}
+
+    def part(self, key: Hashable) -> PreferenceLearner:
+        """The learner of ``key``: a clone of the prototype made the first time."""
+        learner = self.learners.get(key)
+        if learner is None:
+            learner = self.learners[key] = self.prototype.clone()
+        return learner
 
     # -- prediction -----------------------------------------------------------
     def utilities(self, candidates: Sequence, key: Hashable) -> np.ndarray:
