@@ -60,11 +60,11 @@ def main():
         config_path = CONFIGS / f"{args.learner}.cfg"
         if not config_path.is_file():
             parser.error(f"no learner config {args.learner} (nor {config_path})")
-    given = {"learner.loss": args.loss, "learner.epochs": args.epochs, "learner.kernel.lam": args.lam}
+    given = {"learner.loss": args.loss, "schedule.epochs": args.epochs, "learner.kernel.lam": args.lam}
     overrides = {key: value for key, value in given.items() if value is not None}
 
     def make_learner(seed: int):
-        """The config's learner, seeded (one subset each), with the command line's overrides."""
+        """The config's learner, seeded (one subset each), and its schedule, with the command line's overrides."""
         return learner_from_config(config_path, {**overrides, "learner.seed": seed})
 
     train = ptb_trees("train")
@@ -77,8 +77,8 @@ def main():
         parser.error(str(error))
     evaluation = preference_sets_of(eval_trees, inventory)
     eval_gold = [s.gold for s in evaluation]
-    first = make_learner(0)
-    validation = preference_sets_of(valid_trees, inventory) if first.takes_validation else None
+    first, schedule = make_learner(0)
+    validation = preference_sets_of(valid_trees, inventory) if schedule.patience is not None else None
     kernel = getattr(first, "kernel", None)
     print(f"{len(evaluation)} {args.split} preference sets, "
           f"{sum(len(s) for s in evaluation) / len(evaluation):.1f} candidates on average, "
@@ -94,12 +94,13 @@ def main():
     for k in range(args.subsets):
         subset = train[k * args.size:(k + 1) * args.size]
         sets = preference_sets_of(subset, inventory)
-        prototype = make_learner(k)
+        prototype, schedule = make_learner(k)
         # the kernel's table for the candidate DAGs (the recursive net reads any table)
         symbols = (prototype.kernel.symbols if isinstance(prototype, KernelPerceptron)
                    else SymbolTable())
         t0 = time.perf_counter()
-        trained, scorer = fit_attachment_learner(prototype, sets, symbols, reduced, args.specialise, validation)
+        trained, scorer = fit_attachment_learner(prototype, schedule, sets, symbols, reduced, args.specialise,
+                                                 validation)
         learners = list(trained.learners.values()) if args.specialise else [trained]
         t1 = time.perf_counter()
         # evaluation sets are built one at a time, straight into hash-consed DAGs:

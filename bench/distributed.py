@@ -125,6 +125,7 @@ def per_item_costs(rows: dict) -> None:
     from spacy_structpref.incremental import CandidateSets, CPInventory
     from spacy_structpref.learners.kernels import TreeKernel
     from spacy_structpref.learners.perceptron import KernelPerceptron
+    from spacy_structpref.learners.training import Schedule, fit
     from spacy_structpref.reranking import parser_from_trees
     from spacy_structpref.reranking.data import _assemble, _parse_items
 
@@ -166,10 +167,10 @@ def per_item_costs(rows: dict) -> None:
     rows["cost_candidate_dags_us"] = 1e6 * t_dag / n_cands
     rows["candidates_per_set"] = n_cands / len(sets)
     rows["sets_per_sentence"] = len(sets) / 300
-    vp = KernelPerceptron(TreeKernel(lam=0.5), progress=False)
+    vp = KernelPerceptron(TreeKernel(lam=0.5))
     train_sets = sets[:2000]
-    t_fit, _ = cpu_seconds(vp.fit, CandidateSets(train_sets, vp.kernel.symbols, reduced=True),
-                           [s.gold for s in train_sets])
+    t_fit, _ = cpu_seconds(fit, vp, CandidateSets(train_sets, vp.kernel.symbols, reduced=True),
+                           [s.gold for s in train_sets], schedule=Schedule(progress=False))
     test_sets = dist.candidate_sets(ptb_trees("dev")[:40], inventory, n_workers=0, progress=False)
     n_test = sum(len(s) for s in test_sets)
     t, _ = cpu_seconds(dist.set_utilities, vp, test_sets, reduced=True, n_workers=0, progress=False)

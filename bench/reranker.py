@@ -27,7 +27,6 @@ N sentences, no tuning.
 """
 import argparse
 import os
-import random
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -37,8 +36,8 @@ from thinc.api import Adam
 
 from spacy_structpref.corpora import ptb_trees
 from spacy_structpref.kernels import TreeBatch, dag_kernel_block, gram
-from spacy_structpref.learners import CompositeKernel, KernelPerceptron, RecursiveNetLearner, TreeKernel
-from spacy_structpref.learners.base import Subsequence
+from spacy_structpref.learners import (CompositeKernel, KernelPerceptron, RecursiveNetLearner, Schedule, TreeKernel,
+                                       fit)
 from spacy_structpref.reranking import (FORMAT_VERSION, evaluate_row, jackknife_lists, load_items, one_best_row, oracle_row,
                                         parse_lists, parser_from_trees, print_rows, save_items)
 from spacy_structpref.reranking.forest_kernel import ForestKernel
@@ -110,46 +109,36 @@ def dev_f1(learner, dev) -> float:
     return f1_40(evaluate_row("dev", dev, rerank(learner, dev)))
 
 
-def by_epochs(learner, epoch_step, dev, epochs: int, label: str):
-    """Train ``epochs`` epochs (``epoch_step(e)`` runs one), scoring dev after
-    each; the learner is left as it was after its best dev epoch. Returns
-    the training seconds up to that epoch, the epoch and its dev F1 (≤ 40)."""
-    best, seconds = None, 0.0
-    for epoch in range(epochs):
-        t0 = time.perf_counter()
-        epoch_step(epoch)
-        seconds += time.perf_counter() - t0
+def by_epochs(learner, schedule: Schedule, sets, gold, dev, label: str):
+    """Train with ``schedule``, scoring dev after each epoch; the learner is
+    left as it was after its best dev epoch (``fit`` keeps it). Returns the
+    training seconds up to that epoch, the epoch and its dev F1 (≤ 40)."""
+    def dev_error(learner) -> float:
+        learner.finish_training()  # the perceptron's support packed: dev reranks with one kernel block per list
         score = dev_f1(learner, dev)
-        print(f"  dev: {label}, epoch {epoch + 1}: F1 ≤ 40 {score:.2f} ({seconds:.0f} s)", flush=True)
-        if best is None or score > best[0]:
-            best = (score, epoch + 1, seconds, learner.to_bytes() if epoch + 1 < epochs else None)
-    if best[3] is not None:
-        learner.from_bytes(best[3])
-    return best[2], best[1], best[0]
+        print(f"  dev: {label}, epoch {len(learner.log.seconds)}: F1 ≤ 40 {score:.2f} "
+              f"({learner.log.seconds[-1]:.0f} s)", flush=True)
+        return -score
+
+    fit(learner, sets, gold, schedule=replace(schedule, patience=0), validation=dev_error)
+    best = learner.log.best_epoch
+    return learner.log.seconds[best - 1], best, -learner.log.validation[best - 1]
 
 
 def train_vp(kernel, loss: str, train, dev, epochs: int, gap: float, label: str):
-    """A voted perceptron trained on the train lists, as ``fit`` trains
-    (the sets shuffled from the second epoch on), epochs chosen on dev."""
-    learner = KernelPerceptron(kernel, loss=loss, progress=False)
+    """A voted perceptron trained on the train lists (the sets shuffled from
+    the second epoch on), epochs chosen on dev."""
+    learner = KernelPerceptron(kernel, loss=loss)
     sets, gold = training_sets(learner, train, gap)
-    ids, order, rng = [object() for _ in range(len(sets))], list(range(len(sets))), random.Random(0)
-
-    def epoch_step(epoch):
-        if epoch:
-            rng.shuffle(order)
-        learner.update(Subsequence(sets, order), [gold[i] for i in order], set_ids=[ids[i] for i in order])
-        learner.finish_training()
-
-    return (learner, *by_epochs(learner, epoch_step, dev, epochs, label))
+    return (learner, *by_epochs(learner, Schedule(epochs=epochs, progress=False), sets, gold, dev, label))
 
 
 def train_rnn(loss: str, train, dev, epochs: int, gap: float, a: float = 1.0):
     """The recursive network with the ``a·log p`` input, epochs chosen on dev."""
-    learner = RecursiveNetLearner(loss=loss, epochs=1, optimizer=Adam(0.001), progress=False,
-                                  log_p_input=True, log_p_a=a)
+    learner = RecursiveNetLearner(loss=loss, log_p_input=True, log_p_a=a)
     sets, gold = training_sets(learner, train, gap)
-    return (learner, *by_epochs(learner, lambda epoch: learner.fit(sets, gold), dev, epochs, f"RNN {loss}"))
+    schedule = Schedule(epochs=epochs, optimizer=Adam(0.001), progress=False)
+    return (learner, *by_epochs(learner, schedule, sets, gold, dev, f"RNN {loss}"))
 
 
 # ------------------------------------------------------------------ timings

@@ -214,7 +214,7 @@ def test_updates_train_the_perceptron_and_the_recursive_net():
 
     nlp = spacy.blank("en")
     nlp.add_pipe("attachment_predictor", config={"learner": {
-        "@misc": "spacy_structpref.RecursiveNetLearner.v1", "width": 8, "progress": False}})
+        "@misc": "spacy_structpref.RecursiveNetLearner.v1", "width": 8}})
     sgd = nlp.initialize(lambda: examples[:4])
     losses = [nlp.update(examples[:4], sgd=sgd, losses={})["attachment_predictor"] for _ in range(5)]
     assert losses[-1] < losses[0]

@@ -29,6 +29,7 @@ from spacy_structpref.kernels import gram
 from spacy_structpref.learners.kernels import TreeKernel
 from spacy_structpref.learners.perceptron import KernelPerceptron
 from spacy_structpref.learners.specialised import SpecialisedLearner
+from spacy_structpref.learners.training import fit
 from spacy_structpref.reranking import jackknife_lists, parse_lists, parser_from_trees
 from spacy_structpref.trees import to_bracketed, tree_to_doc
 
@@ -129,7 +130,7 @@ def test_candidate_sets_and_utilities_equal_single_process(client, train, test_t
     assert psets == [s for t in test_trees for s in preference_sets(t, inventory)]
     train_sets = preference_sets_of(train[:12], inventory)
     vp = KernelPerceptron(TreeKernel(lam=0.5))
-    vp.fit(CandidateSets(train_sets, vp.kernel.symbols, reduced=True), [s.gold for s in train_sets])
+    fit(vp, CandidateSets(train_sets, vp.kernel.symbols, reduced=True), [s.gold for s in train_sets])
     want = [vp.utilities(s.dag(vp.kernel.symbols, True)) for s in psets]
     got = dist.set_utilities(vp, psets, reduced=True, shard_size=40, client=client, progress=False)
     assert len(got) == len(want) and all(np.allclose(g, w, rtol=1e-12, atol=1e-12) for g, w in zip(got, want))
@@ -137,7 +138,7 @@ def test_candidate_sets_and_utilities_equal_single_process(client, train, test_t
     spec = SpecialisedLearner(KernelPerceptron(TreeKernel(lam=0.5)))
     symbols = spec.prototype.kernel.symbols
     keys = [s.foot[:1] for s in train_sets]
-    spec.fit(CandidateSets(train_sets, symbols, reduced=True), [s.gold for s in train_sets], keys)
+    fit(spec, CandidateSets(train_sets, symbols, reduced=True), [s.gold for s in train_sets], keys)
     test_keys = [s.foot[:1] for s in psets]
     want = [spec.utilities(s.dag(symbols, True), k) for s, k in zip(psets, test_keys)]
     got = dist.set_utilities(spec, psets, reduced=True, keys=test_keys, shard_size=40, client=client,

@@ -10,8 +10,8 @@ from thinc.api import Adam
 from spacy_structpref.corpora import ptb_trees
 from spacy_structpref.errors import SavedModelError, StructPrefError
 from spacy_structpref.incremental import CPInventory
-from spacy_structpref.learners import (EnsembleLearner, KernelPerceptron, RecursiveNetLearner, SpecialisedLearner,
-                                       TreeKernel)
+from spacy_structpref.learners import (EnsembleLearner, KernelPerceptron, RecursiveNetLearner, Schedule,
+                                       SpecialisedLearner, TreeKernel, fit)
 from spacy_structpref.trees import SymbolTable
 
 from attachment_data import candidates_and_gold
@@ -25,18 +25,21 @@ def data():
             candidates_and_gold(ptb_trees("dev")[:4], inventory, symbols))
 
 
-def net(seed, epochs=3):
-    return RecursiveNetLearner(width=6, epochs=epochs, batch_size=4, optimizer=Adam(0.05), seed=seed,
-                               patience=0)
+def net(seed):
+    return RecursiveNetLearner(width=6, seed=seed)
+
+
+def schedule(epochs=3):
+    return Schedule(epochs=epochs, batch_size=4, optimizer=Adam(0.05), patience=0)
 
 
 def test_utilities_are_the_mean_of_nets_trained_alone(data, tmp_path):
     (train, gold), (val, val_gold) = data
     ensemble = EnsembleLearner.of_clones(net(3), 3, seed_step=10)
     assert [m.seed for m in ensemble.members] == [3, 13, 23] and ensemble.seed == 3
-    ensemble.fit(train, gold, validation=(val, val_gold))
-    alone = [net(seed).fit(train, gold, validation=(val, val_gold)) for seed in (3, 13, 23)]
-    assert [m.best_epoch for m in ensemble.members] == [a.best_epoch for a in alone]
+    fit(ensemble, train, gold, validation=(val, val_gold), schedule=schedule())
+    alone = [fit(net(seed), train, gold, validation=(val, val_gold), schedule=schedule()) for seed in (3, 13, 23)]
+    assert [m.log.best_epoch for m in ensemble.members] == [a.log.best_epoch for a in alone]
     assert len({tuple(a.utilities(val[0])) for a in alone}) == 3  # the seeds give different nets
     for cands in val[:25]:
         expected = np.mean([a.utilities(cands) for a in alone], axis=0)
@@ -66,23 +69,23 @@ def test_perceptron_members_and_specialisation(data):
     (train, gold), (val, val_gold) = data
     kernel = TreeKernel(0.4)
     kernel.symbols = train[0].symbols  # the DAGs' own
-    perceptrons = EnsembleLearner([KernelPerceptron(kernel, epochs=1, seed=s) for s in (0, 1)]).fit(train, gold)
-    alone = [KernelPerceptron(kernel, epochs=1, seed=s).fit(train, gold) for s in (0, 1)]
+    perceptrons = fit(EnsembleLearner([KernelPerceptron(kernel, seed=s) for s in (0, 1)]), train, gold)
+    alone = [fit(KernelPerceptron(kernel, seed=s), train, gold) for s in (0, 1)]
     for cands in val[:10]:
         np.testing.assert_allclose(perceptrons.utilities(cands),
                                    np.mean([a.utilities(cands) for a in alone], axis=0), rtol=1e-9)
     keys, val_keys = [len(c) % 2 for c in train], [len(c) % 2 for c in val]
-    spec = SpecialisedLearner(EnsembleLearner.of_clones(net(0, epochs=2), 2)).fit(
-        train, gold, keys, validation=(val, val_gold, val_keys))
+    spec = fit(SpecialisedLearner(EnsembleLearner.of_clones(net(0), 2)), train, gold, keys,
+               validation=(val, val_gold, val_keys), schedule=schedule(2))
     for learner in spec.learners.values():
         assert isinstance(learner, EnsembleLearner) and [m.seed for m in learner.members] == [0, 1000]
-        assert all(len(m.validation_losses) == 2 for m in learner.members)
-    # validation sets for learners that cannot stop early on them: a clear error, nothing trained
-    with pytest.raises(StructPrefError, match="EnsembleLearner does not stop early on validation sets"):
-        perceptrons.clone().fit(train, gold, validation=(val, val_gold))
-    refused = SpecialisedLearner(KernelPerceptron(kernel, epochs=1))
-    with pytest.raises(StructPrefError, match="KernelPerceptron does not stop early on validation sets"):
-        refused.fit(train, gold, keys, validation=(val, val_gold, val_keys))
+        assert all(len(m.log.validation) == 2 for m in learner.members)
+    # perceptrons stop early on validation sets like any learner; an optimizer is refused them
+    stopped = fit(perceptrons.clone(), train, gold, validation=(val, val_gold), schedule=Schedule(epochs=2, patience=0))
+    assert all(len(m.log.validation) == 2 for m in stopped.members)
+    refused = SpecialisedLearner(KernelPerceptron(kernel))
+    with pytest.raises(StructPrefError, match="steps by itself: its schedule takes no optimizer"):
+        fit(refused, train, gold, keys, validation=(val, val_gold, val_keys), schedule=schedule(1))
     assert not refused.learners
 
 
@@ -103,8 +106,8 @@ def test_config_and_bad_input():
 
 
 @pytest.mark.parametrize("prototype", [
-    {"@misc": "spacy_structpref.RecursiveNetLearner.v1", "width": 6, "progress": False},
-    {"@misc": "spacy_structpref.KernelPerceptron.v1", "progress": False,
+    {"@misc": "spacy_structpref.RecursiveNetLearner.v1", "width": 6},
+    {"@misc": "spacy_structpref.KernelPerceptron.v1",
      "kernel": {"@misc": "spacy_structpref.TreeKernel.v1", "lam": 0.4}},
 ])
 def test_an_ensemble_in_the_attachment_predictor(prototype, tmp_path):

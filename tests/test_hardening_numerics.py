@@ -15,7 +15,7 @@ from spacy_structpref.errors import SavedModelError, StructPrefError
 from spacy_structpref.kernels import (PreparedForest, dag_kernel_block, dag_self_kernels, dag_weighted_sums,
                                       forest_gram, forest_kernel, gram, tree_kernel)
 from spacy_structpref.kernels.forests import MAX_FOREST_NODES
-from spacy_structpref.learners import KernelPerceptron, TreeKernel
+from spacy_structpref.learners import KernelPerceptron, TreeKernel, fit
 from spacy_structpref.parsing.grammar import Annotation, annotate, estimate_grammar
 from spacy_structpref.trees import (SymbolTable, TreeSetDAG, doc_to_tree, normalize_tree, parse_bracketed,
                                     restore_words, to_bracketed, tree_to_doc)
@@ -233,7 +233,7 @@ def test_learner_with_a_deep_tree_saves_and_loads(tmp_path):
     """Issue reproducer: a learner trained on a tree of depth >= 497 could not be saved."""
     # one label per level: Δ pairs stay linear in the depth
     deep, shallow = chain(DEPTH, lambda level: f"X{level}"), parse_bracketed("(TOP (X0 (NN w)))")
-    learner = KernelPerceptron(TreeKernel(lam=0.4)).fit([[shallow, deep], [deep, shallow]], [1, 0])
+    learner = fit(KernelPerceptron(TreeKernel(lam=0.4)), [[shallow, deep], [deep, shallow]], [1, 0])
     learner.to_disk(tmp_path / "learner")
     loaded = KernelPerceptron(TreeKernel(lam=0.4)).from_disk(tmp_path / "learner")
     assert np.array_equal(loaded.utilities([shallow, deep]), learner.utilities([shallow, deep]))

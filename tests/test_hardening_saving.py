@@ -24,8 +24,8 @@ import spacy_structpref.components.distro_textcat  # noqa: F401
 import spacy_structpref.components.forest_parser  # noqa: F401
 from spacy_structpref.errors import GrammarError, SavedModelError, StructPrefError, TaggerError
 from spacy_structpref.kernels import tree_kernel
-from spacy_structpref.learners import (KernelPerceptron, LinearKernel, RecursiveNetLearner,
-                                       SpecialisedLearner, TreeKernel)
+from spacy_structpref.learners import (KernelPerceptron, LinearKernel, RecursiveNetLearner, Schedule,
+                                       SpecialisedLearner, TreeKernel, fit)
 from spacy_structpref.parsing.grammar import Grammar
 from spacy_structpref.saving import MARKER
 from spacy_structpref.trees import Forest, SymbolTable, TreeArrays, parse_bracketed, tree_to_doc
@@ -48,7 +48,7 @@ def _pipeline():
 
 
 def _rnn():
-    return RecursiveNetLearner(width=4, max_children=3, epochs=2, optimizer=Adam(0.01))
+    return RecursiveNetLearner(width=4, max_children=3)
 
 
 @lru_cache(maxsize=None)
@@ -79,10 +79,10 @@ def saved(tmp_path_factory) -> dict:
     nlp = _pipeline()
     nlp.get_pipe("forest_parser").to_disk(root / "forest_parser")
     nlp.get_pipe("distro_tagger").to_disk(root / "distro_tagger")
-    KernelPerceptron(TreeKernel()).fit(SETS, [0, 0]).to_disk(root / "perceptron")
-    KernelPerceptron(LinearKernel()).fit([np.eye(3), np.eye(3)[::-1]], [0, 1]).to_disk(root / "linear")
-    _rnn().fit(SETS, [0, 0]).to_disk(root / "rnn")
-    spec = SpecialisedLearner(KernelPerceptron(TreeKernel())).fit(SETS * 2, [0, 0, 1, 1], ["a", "a", "b", "b"])
+    fit(KernelPerceptron(TreeKernel()), SETS, [0, 0]).to_disk(root / "perceptron")
+    fit(KernelPerceptron(LinearKernel()), [np.eye(3), np.eye(3)[::-1]], [0, 1]).to_disk(root / "linear")
+    fit(_rnn(), SETS, [0, 0], schedule=Schedule(epochs=2, optimizer=Adam(0.01))).to_disk(root / "rnn")
+    spec = fit(SpecialisedLearner(KernelPerceptron(TreeKernel())), SETS * 2, [0, 0, 1, 1], ["a", "a", "b", "b"])
     spec.to_disk(root / "specialised")
     return {name: root / name for name in MAKERS}
 
@@ -361,7 +361,7 @@ def test_a_refused_rnn_load_leaves_the_learner_as_it_was(copy, saved, exclude):
     (another label vocabulary), and the weights were loaded into the network
     itself, which the refusal then replaced by a fresh one."""
     learner = load("rnn", saved["rnn"])
-    before = learner.vocab, learner.losses, learner.utilities(SETS[0])
+    before = learner.vocab, learner.log.losses, learner.utilities(SETS[0])
     path = copy("rnn")
     if exclude:
         weights = srsly.msgpack_loads(srsly.read_msgpack(path / "model.msgpack"))
@@ -372,7 +372,7 @@ def test_a_refused_rnn_load_leaves_the_learner_as_it_was(copy, saved, exclude):
     resign(path)
     with pytest.raises(SavedModelError):
         learner.from_disk(path, exclude=exclude)
-    assert (learner.vocab, learner.losses) == before[:2]
+    assert (learner.vocab, learner.log.losses) == before[:2]
     np.testing.assert_array_equal(learner.utilities(SETS[0]), before[2])
 
 def test_rnn_vocabulary_with_bad_ids_is_refused(copy):

@@ -17,7 +17,7 @@ from spacy_structpref.incremental import (CandidateSets, CPInventory, Incrementa
                                          preference_sets, preference_sets_of)
 from spacy_structpref.kernels import _kernels, dag_weighted_sums, gram
 from spacy_structpref.kernels.dag import _node_weights, _packed, _self_kernels
-from spacy_structpref.learners import KernelPerceptron, TreeKernel
+from spacy_structpref.learners import KernelPerceptron, TreeKernel, fit
 from spacy_structpref.trees import TreeSetDAG
 from spacy_structpref.trees._dag import dag_occurrences
 from spacy_structpref.trees.arrays import INT
@@ -59,7 +59,7 @@ def trained():
     inventory = CPInventory.from_trees(train)
     learner = KernelPerceptron(TreeKernel(lam=0.4, normalize=True))
     sets = preference_sets_of(train[:25], inventory)
-    learner.fit(CandidateSets(sets, learner.kernel.symbols, reduced=True), [s.gold for s in sets])
+    fit(learner, CandidateSets(sets, learner.kernel.symbols, reduced=True), [s.gold for s in sets])
     dev = ptb_trees("dev")[:6]
     return learner, inventory, dev
 

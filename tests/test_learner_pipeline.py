@@ -14,11 +14,11 @@ from thinc.api import Adam, Config
 
 from spacy_structpref.corpora import ptb_trees
 from spacy_structpref.errors import StructPrefError
-from spacy_structpref.incremental import CPInventory, foot_class, preference_sets_of
+from spacy_structpref.incremental import CPInventory, foot_class, preference_sets_of, set_classes
 from spacy_structpref.kernels import composite_gram, gram
 from spacy_structpref.learners import (CompositeKernel, KernelPerceptron, LinearKernel,
-                                       RecursiveNetLearner, ScoredTrees, SpecialisedLearner,
-                                       TreeKernel)
+                                       RecursiveNetLearner, Schedule, ScoredTrees, SpecialisedLearner,
+                                       TreeKernel, fit)
 from spacy_structpref.learners.base import Subsequence
 from spacy_structpref.trees import SymbolTable
 
@@ -39,7 +39,6 @@ SPECIALISED = """
 [learner.prototype]
 @misc = "spacy_structpref.KernelPerceptron.v1"
 loss = "pairwise"
-epochs = 2
 
 [learner.prototype.kernel]
 @misc = "spacy_structpref.TreeKernel.v1"
@@ -50,8 +49,17 @@ RECURSIVE = """
 [learner]
 @misc = "spacy_structpref.RecursiveNetLearner.v1"
 width = 8
+"""
+# how fit trains RECURSIVE
+RECURSIVE_SCHEDULE = """
+[schedule]
+@misc = "spacy_structpref.Schedule.v1"
 epochs = 2
 batch_size = 16
+
+[schedule.optimizer]
+@optimizers = "Adam.v1"
+learn_rate = 0.01
 """
 
 COMPOSITE = """
@@ -70,6 +78,10 @@ lam = 0.3
 
 def build(config: str, **overrides):
     return registry.resolve(Config().from_str(config, overrides=overrides))["learner"]
+
+
+def rnn_schedule() -> Schedule:
+    return registry.resolve(Config().from_str(RECURSIVE_SCHEDULE))["schedule"]
 
 
 def batches(n: int, size: int):
@@ -114,7 +126,7 @@ def test_perceptron_from_config_updates_and_round_trips(psets, tmp_path):
 def test_exclude_is_honoured(psets, tmp_path):
     train, dev = psets
     learner = build(PERCEPTRON)
-    learner.fit([s.trees(True) for s in train[:80]], [s.gold for s in train[:80]])
+    fit(learner, [s.trees(True) for s in train[:80]], [s.gold for s in train[:80]])
     cands = dev[0].trees(True)
     untrained = np.zeros(len(cands))
     np.testing.assert_array_equal(build(PERCEPTRON).from_bytes(learner.to_bytes(exclude=["support"]))
@@ -142,22 +154,22 @@ def test_perceptron_fit_is_initialize_updates_finish(psets, kernel, loss):
         gold = [None if i % 7 == 0 else int(rng.integers(0, len(x))) for i, x in enumerate(sets)]
 
         def make():
-            return KernelPerceptron(LinearKernel(), loss=loss, epochs=3, seed=5)
+            return KernelPerceptron(LinearKernel(), loss=loss, seed=5)
     else:
         train, _ = psets
         sets, gold = [s.trees(True) for s in train[:60]], [s.gold for s in train[:60]]
         shared = TreeKernel(0.4)
 
         def make():
-            return KernelPerceptron(shared, loss=loss, epochs=3, seed=5)
-    fitted = make().fit(sets, gold)
+            return KernelPerceptron(shared, loss=loss, seed=5)
+    fitted = fit(make(), sets, gold, schedule=Schedule(epochs=3))
     stepwise = make().initialize(sets, gold)
     order = [i for i, g in enumerate(gold) if g is not None and len(sets[i]) > 1]
     rng = random.Random(5)
     for epoch in range(3):
         if epoch:
             rng.shuffle(order)
-        stepwise.update(Subsequence(sets, order), [gold[i] for i in order], set_ids=order)
+        stepwise.update(Subsequence(sets, order), [gold[i] for i in order], ids=order)
     stepwise.finish_training()
     assert (stepwise.n_updates, stepwise.n_support, stepwise.n_examples) == \
         (fitted.n_updates, fitted.n_support, fitted.n_examples)
@@ -169,12 +181,12 @@ def test_perceptron_fit_is_initialize_updates_finish(psets, kernel, loss):
         unpooled.update(sets, gold)
     pooled = make().initialize(sets, gold)
     for epoch in range(2):
-        pooled.update(sets, gold, set_ids=range(len(sets)))
+        pooled.update(sets, gold, ids=range(len(sets)))
     assert unpooled.n_support > pooled.n_support
     for X in sets[:20]:
         np.testing.assert_allclose(unpooled.utilities(X), pooled.utilities(X), rtol=1e-9, atol=1e-9)
     with pytest.raises(StructPrefError, match="set ids"):
-        pooled.update(sets, gold, set_ids=[0])
+        pooled.update(sets, gold, ids=[0])
 
 
 def test_specialised_learner_from_config_saves_and_loads(psets, tmp_path):
@@ -182,10 +194,10 @@ def test_specialised_learner_from_config_saves_and_loads(psets, tmp_path):
     spec = build(SPECIALISED)
     assert isinstance(spec, SpecialisedLearner) and spec.prototype.loss == "pairwise"
     symbols = spec.prototype.kernel.symbols
-    keys = [foot_class(s.foot) for s in train]
-    spec.fit([s.dag(symbols, True) for s in train], [s.gold for s in train], keys)
+    keys = set_classes(train)
+    fit(spec, [s.dag(symbols, True) for s in train], [s.gold for s in train], keys, schedule=Schedule(epochs=2))
     assert len(spec.learners) > 2
-    assert all(x.kernel is spec.prototype.kernel and x.epochs == 2 for x in spec.learners.values())
+    assert all(x.kernel is spec.prototype.kernel and x.loss == "pairwise" for x in spec.learners.values())
     data = spec.to_bytes()
     spec.to_disk(tmp_path / "spec")
     for loaded in (build(SPECIALISED).from_bytes(data), build(SPECIALISED).from_disk(tmp_path / "spec")):
@@ -222,7 +234,7 @@ def test_specialised_finish_update_steps_only_the_classes_updated(psets):
     stepped every class, and a zero gradient still moves by momentum."""
     train, _ = psets
     sets, gold = [s.trees(True) for s in train], [s.gold for s in train]
-    keys = [foot_class(s.foot) for s in train]
+    keys = set_classes(train)
     spec = SpecialisedLearner(build(RECURSIVE)).initialize(sets, gold, keys)
     sgd = Adam(0.01)
     spec.update(sets, gold, keys)
@@ -246,15 +258,12 @@ def test_recursive_net_updates_with_the_callers_optimizer(psets, tmp_path):
     train, dev = psets
     sets, gold = [s.trees(True) for s in train], [s.gold for s in train]
     learner = build(RECURSIVE, **{"learner.seed": 3})
-    assert learner.optimizer is None
-    with pytest.raises(StructPrefError, match="has none"):
-        learner.fit(sets, gold)
+    with pytest.raises(StructPrefError, match="stepped by an optimizer"):
+        fit(learner, sets, gold)
     with pytest.raises(StructPrefError, match="initialize first"):
         learner.update(sets, gold, sgd=Adam(0.01))
     # fit: initialize, then per epoch shuffled minibatches of one update each
-    fitted = build(RECURSIVE, **{"learner.seed": 3})
-    fitted.optimizer = Adam(0.01)
-    fitted.fit(sets, gold)
+    fitted = fit(build(RECURSIVE, **{"learner.seed": 3}), sets, gold, schedule=rnn_schedule())
     sgd = Adam(0.01)
     learner.initialize(sets, gold)
     order = [i for i, g in enumerate(gold) if g is not None and len(sets[i]) > 1]
@@ -265,7 +274,7 @@ def test_recursive_net_updates_with_the_callers_optimizer(psets, tmp_path):
         for batch in batches(len(order), 16):
             learner.update([sets[order[i]] for i in batch], [gold[order[i]] for i in batch],
                            sgd=sgd, losses=losses)
-        assert losses["recursive_net"] / len(order) == pytest.approx(fitted.losses[epoch], rel=1e-9)
+        assert losses["recursive_net"] / len(order) == pytest.approx(fitted.log.losses[epoch], rel=1e-9)
     raw = [learner.utilities(c) for c in (s.trees(True) for s in dev)]
     with learner.use_params(sgd.averages):  # the averaged network, as spaCy evaluates and saves
         averaged = [learner.utilities(s.trees(True)) for s in dev]
@@ -288,12 +297,11 @@ def test_recursive_net_updates_with_the_callers_optimizer(psets, tmp_path):
 
 def test_recursive_net_exclude(psets):
     train, dev = psets
-    learner = build(RECURSIVE)
-    learner.optimizer = Adam(0.01)
-    learner.fit([s.trees(True) for s in train[:60]], [s.gold for s in train[:60]])
+    learner = fit(build(RECURSIVE), [s.trees(True) for s in train[:60]], [s.gold for s in train[:60]],
+                  schedule=rnn_schedule())
     cands = dev[0].trees(True)
     fresh = build(RECURSIVE).from_bytes(learner.to_bytes(exclude=["model"]))
-    assert fresh.vocab == learner.vocab and fresh.losses == learner.losses
+    assert fresh.vocab == learner.vocab and fresh.log.losses == learner.log.losses
     np.testing.assert_array_equal(  # the cfg's vocabulary with untrained weights
         fresh.utilities(cands), build(RECURSIVE).initialize([s.trees(True) for s in train[:60]],
                                                             [s.gold for s in train[:60]]).utilities(cands))
@@ -347,7 +355,7 @@ def test_perceptron_with_the_composite_kernel(scored, tmp_path):
     learner = build(COMPOSITE)
     symbols = learner.kernel.symbols
     assert learner.kernel.b == 0.05 and learner.kernel.tree_kernel.lam == 0.3
-    learner.fit([ScoredTrees(s.dag(symbols, True), lp) for s, lp in train], [s.gold for s, _ in train])
+    fit(learner, [ScoredTrees(s.dag(symbols, True), lp) for s, lp in train], [s.gold for s, _ in train])
     assert learner.n_updates > 0
     # U(x) = Σ_s c_s K((x_s, lp_s), (x, lp)) over the support, with K from gram
     chunk, = learner.chunks

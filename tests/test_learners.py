@@ -13,10 +13,10 @@ from thinc.api import Adam
 
 from spacy_structpref.corpora import ptb_trees
 from spacy_structpref.errors import StructPrefError
-from spacy_structpref.incremental import CandidateSets, CPInventory, foot_class, preference_sets_of
+from spacy_structpref.incremental import CandidateSets, CPInventory, foot_class, preference_sets_of, set_classes
 from spacy_structpref.kernels import gram
-from spacy_structpref.learners import (KernelPerceptron, LinearKernel, RecursiveNetLearner,
-                                       SpecialisedLearner, TreeKernel, gold_rank, loss_at_r)
+from spacy_structpref.learners import (KernelPerceptron, LinearKernel, RecursiveNetLearner, Schedule,
+                                       SpecialisedLearner, TreeKernel, fit, gold_rank, loss_at_r)
 from spacy_structpref.trees import SymbolTable
 
 from attachment_data import candidates_and_gold
@@ -68,15 +68,16 @@ def problems(draw, dim=None):
 
 @settings(max_examples=200, deadline=None)
 @given(problems(), st.sampled_from(["pairwise", "setwise"]), st.integers(1, 3),
-       st.integers(0, 5))
-def test_dual_equals_primal(problem, loss, epochs, seed):
+       st.integers(0, 5), st.integers(1, 4))
+def test_dual_equals_primal(problem, loss, epochs, seed, batch_size):
+    """fit's batches cut a pass, and do not change it: the perceptron updates set by set."""
     sets, gold = problem
-    learner = KernelPerceptron(LinearKernel(), loss=loss, epochs=epochs, seed=seed)
-    learner.fit(sets, gold)
+    learner = KernelPerceptron(LinearKernel(), loss=loss, seed=seed)
+    fit(learner, sets, gold, schedule=Schedule(epochs=epochs, batch_size=batch_size))
     w, w_sum, T = primal_perceptron(sets, gold, loss, epochs, seed)
     assert learner.n_examples == T
-    last = KernelPerceptron(LinearKernel(), loss=loss, epochs=epochs, seed=seed, average=False)
-    last.fit(sets, gold)
+    last = KernelPerceptron(LinearKernel(), loss=loss, seed=seed, average=False)
+    fit(last, sets, gold, schedule=Schedule(epochs=epochs))
     for X in sets:
         np.testing.assert_allclose(learner.utilities(X), X @ w_sum / max(T, 1), atol=1e-9)
         np.testing.assert_allclose(last.utilities(X), X @ w, atol=1e-9)
@@ -88,7 +89,7 @@ def test_fit_again_goes_on(data, loss):
     first = data.draw(problems(dim=3))
     second = data.draw(problems(dim=3))
     learner = KernelPerceptron(LinearKernel(), loss=loss)
-    learner.fit(*first).fit(*second)
+    fit(fit(learner, *first), *second)
     w, w_sum, T = primal_perceptron(*first, loss, 1, 0)
     w, w_sum, T = primal_perceptron(*second, loss, 1, 0, w, w_sum, T)
     for X in first[0] + second[0]:
@@ -110,12 +111,20 @@ def test_bad_input():
     with pytest.raises(StructPrefError, match="loss must be"):
         KernelPerceptron(LinearKernel(), loss="listwise")
     with pytest.raises(StructPrefError, match="epochs"):
-        KernelPerceptron(LinearKernel(), epochs=0)
+        Schedule(epochs=0)
     learner = KernelPerceptron(LinearKernel())
     with pytest.raises(StructPrefError, match="outside a set of 2"):
-        learner.fit([np.eye(2)], [2])
+        fit(learner, [np.eye(2)], [2])
     with pytest.raises(StructPrefError, match="2 preference sets but 1 gold"):
-        learner.fit([np.eye(2), np.eye(2)], [0])
+        fit(learner, [np.eye(2), np.eye(2)], [0])
+    with pytest.raises(StructPrefError, match="takes no keys"):
+        fit(learner, [np.eye(2)], [0], ["a"])
+    with pytest.raises(StructPrefError, match="steps by itself"):
+        fit(learner, [np.eye(2)], [0], schedule=Schedule(optimizer=Adam(0.01)))
+    with pytest.raises(StructPrefError, match="patience"):
+        fit(learner, [np.eye(2)], [0], validation=([np.eye(2)], [0]))
+    with pytest.raises(StructPrefError, match="patience"):
+        fit(learner, [np.eye(2)], [0], schedule=Schedule(patience=1))
     with pytest.raises(StructPrefError, match="at least one preference set"):
         loss_at_r([], [])
     with pytest.raises(StructPrefError, match="r must be >= 1"):
@@ -135,7 +144,7 @@ def attachment_sets():
 def test_tree_kernel_perceptron_learns_attachment(attachment_sets, loss):
     (train, train_gold), (dev, dev_gold) = attachment_sets
     kernel = TreeKernel(lam=0.4)
-    learner = KernelPerceptron(kernel, loss=loss, epochs=1).fit(train, train_gold)
+    learner = fit(KernelPerceptron(kernel, loss=loss), train, train_gold)
     assert learner.n_updates > 0 and [len(c.items) for c in learner.chunks] == [learner.n_support]
     utilities = [learner.utilities(c) for c in dev]
     L = loss_at_r(utilities, dev_gold, r=(1, 5))
@@ -161,9 +170,9 @@ def ptb_preference_sets():
 def test_dag_sets_train_like_trees(ptb_preference_sets, loss, n_sets, tmp_path):
     train, dev = ptb_preference_sets
     train, gold = train[:n_sets], [s.gold for s in train[:n_sets]]
-    by_trees = KernelPerceptron(TreeKernel(lam=0.4), loss=loss).fit([s.trees(True) for s in train], gold)
+    by_trees = fit(KernelPerceptron(TreeKernel(lam=0.4), loss=loss), [s.trees(True) for s in train], gold)
     kernel = TreeKernel(lam=0.4)
-    by_dags = KernelPerceptron(kernel, loss=loss).fit([s.dag(kernel.symbols, True) for s in train], gold)
+    by_dags = fit(KernelPerceptron(kernel, loss=loss), [s.dag(kernel.symbols, True) for s in train], gold)
     assert by_dags.n_updates == by_trees.n_updates > 0 and by_dags.n_support == by_trees.n_support
     assert [c.items for c in by_dags.chunks] == [c.items for c in by_trees.chunks]
     by_dags.to_disk(tmp_path / "vp")
@@ -183,24 +192,23 @@ def test_sets_built_on_access(ptb_preference_sets):
     lazy = CandidateSets(train, kernel.symbols, reduced=True)
     assert len(lazy) == 300 and len(lazy[10:20]) == 10
     assert list(lazy[3]) == train[3].trees(True) and list(lazy[10:20][2]) == train[12].trees(True)
-    by_list = KernelPerceptron(kernel).fit([s.dag(kernel.symbols, True) for s in train], gold)
-    by_access = KernelPerceptron(kernel).fit(lazy, gold)
+    by_list = fit(KernelPerceptron(kernel), [s.dag(kernel.symbols, True) for s in train], gold)
+    by_access = fit(KernelPerceptron(kernel), lazy, gold)
     assert by_access.n_updates == by_list.n_updates > 0
     for s in dev:
         np.testing.assert_allclose(by_access.utilities(s.dag(kernel.symbols, True)),
                                    by_list.utilities(s.dag(kernel.symbols, True)), rtol=1e-12)
-    spec = SpecialisedLearner(KernelPerceptron(kernel)).fit(
-        lazy, gold, [foot_class(s.foot) for s in train])
+    spec = fit(SpecialisedLearner(KernelPerceptron(kernel)), lazy, gold, set_classes(train))
     assert set(spec.learners) <= {foot_class(s.foot) for s in train} and len(spec.learners) > 3
 
 
 def test_specialised_learner_saves_and_loads(ptb_preference_sets, tmp_path):
     train, dev = ptb_preference_sets
-    train, keys = train[:300], [foot_class(s.foot) for s in train[:300]]
+    train, keys = train[:300], set_classes(train[:300])
     gold = [s.gold for s in train]
     symbols = SymbolTable()
     spec = SpecialisedLearner(KernelPerceptron(TreeKernel(0.4, symbols=symbols)))
-    spec.fit(CandidateSets(train, symbols, reduced=True), gold, keys)
+    fit(spec, CandidateSets(train, symbols, reduced=True), gold, keys)
     spec.to_disk(tmp_path / "vp")
     loaded = SpecialisedLearner(KernelPerceptron(TreeKernel(0.4))).from_disk(tmp_path / "vp")
     assert sorted(loaded.learners) == sorted(spec.learners)
@@ -211,12 +219,12 @@ def test_specialised_learner_saves_and_loads(ptb_preference_sets, tmp_path):
         np.testing.assert_allclose(loaded.utilities(s.dag(shared, True), key),
                                    spec.utilities(s.dag(symbols, True), key), rtol=1e-12)
     teacher = next(s for s in train if s.gold is not None and len(s) > 1)
-    loaded.fit([teacher.trees(True)], [teacher.gold], ["a key never seen"])  # a clone of the prototype
+    fit(loaded, [teacher.trees(True)], [teacher.gold], ["a key never seen"])  # a clone of the prototype
     assert loaded.learners["a key never seen"].kernel.symbols is shared
     with pytest.raises(StructPrefError, match="not a KernelPerceptron"):
         KernelPerceptron(TreeKernel(0.4)).from_disk(tmp_path / "vp")
-    rnn = SpecialisedLearner(RecursiveNetLearner(epochs=1, optimizer=Adam(0.01))).fit(
-        [s.trees(True) for s in train[:60]], gold[:60], keys[:60])
+    rnn = fit(SpecialisedLearner(RecursiveNetLearner()), [s.trees(True) for s in train[:60]], gold[:60], keys[:60],
+              schedule=Schedule(optimizer=Adam(0.01)))
     rnn.to_disk(tmp_path / "rnn")
     again = SpecialisedLearner(RecursiveNetLearner()).from_disk(tmp_path / "rnn")
     for s in dev[:10]:
@@ -231,7 +239,7 @@ def test_specialised_learner_saves_and_loads(ptb_preference_sets, tmp_path):
 
 def test_save_and_load(attachment_sets, tmp_path):
     (train, train_gold), (dev, _) = attachment_sets
-    learner = KernelPerceptron(TreeKernel(lam=0.3), epochs=1).fit(train[:200], train_gold[:200])
+    learner = fit(KernelPerceptron(TreeKernel(lam=0.3)), train[:200], train_gold[:200])
     learner.to_disk(tmp_path / "vp")
     loaded = KernelPerceptron(TreeKernel(lam=0.3)).from_disk(tmp_path / "vp")
     assert loaded.n_support == learner.n_support and loaded.kernel.lam == 0.3
@@ -240,9 +248,9 @@ def test_save_and_load(attachment_sets, tmp_path):
     # a word that bracket strings would escape survives exactly
     odd = [Tree.fromstring("(S (NP (NN x)) (VP (VB y)))"), Tree.fromstring("(S (NP (NN x)))")]
     odd[0][0][0][0] = "("
-    KernelPerceptron(TreeKernel()).fit([odd], [0]).to_disk(tmp_path / "odd")
+    fit(KernelPerceptron(TreeKernel()), [odd], [0]).to_disk(tmp_path / "odd")
     assert KernelPerceptron(TreeKernel()).from_disk(tmp_path / "odd").chunks[0].items[0].leaves()[0] == "("
-    linear = KernelPerceptron(LinearKernel(), loss="pairwise").fit([np.eye(3)], [1])
+    linear = fit(KernelPerceptron(LinearKernel(), loss="pairwise"), [np.eye(3)], [1])
     linear.to_disk(tmp_path / "linear")
     np.testing.assert_allclose(KernelPerceptron(LinearKernel()).from_disk(tmp_path / "linear").utilities(np.eye(3)),
                                linear.utilities(np.eye(3)))
@@ -266,21 +274,22 @@ def test_specialised_learner_routes_sets_by_key():
     sets.append(rng.normal(size=(3, 2)))  # a class with nothing to teach gets no learner
     gold.append(None)
     keys.append("c")
-    spec = SpecialisedLearner(KernelPerceptron(LinearKernel(), epochs=3))
-    spec.fit(sets, gold, keys)
+    spec = fit(SpecialisedLearner(KernelPerceptron(LinearKernel())), sets, gold, keys, schedule=Schedule(epochs=3))
     assert sorted(spec.learners) == ["a", "b"]
     # each class's learner is exactly a learner trained on that class alone
     for key in "ab":
-        alone = KernelPerceptron(LinearKernel(), epochs=3).fit(
-            [X for X, k in zip(sets, keys) if k == key], [g for g, k in zip(gold, keys) if k == key])
+        alone = fit(KernelPerceptron(LinearKernel()), [X for X, k in zip(sets, keys) if k == key],
+                    [g for g, k in zip(gold, keys) if k == key], schedule=Schedule(epochs=3))
         np.testing.assert_allclose(spec.utilities(sets[0], key), alone.utilities(sets[0]))
     test = [rng.normal(size=(4, 2)) for _ in range(100)]
     test_keys = ["ab"[i % 2] for i in range(100)]
     truth = [int(np.argmax(X[:, 0] if k == "a" else -X[:, 0])) for X, k in zip(test, test_keys)]
     accuracy = np.mean([p == t for p, t in zip(spec.predict(test, test_keys), truth)])
-    single = KernelPerceptron(LinearKernel(), epochs=3).fit(sets[:-1], gold[:-1])
+    single = fit(KernelPerceptron(LinearKernel()), sets[:-1], gold[:-1], schedule=Schedule(epochs=3))
     single_accuracy = np.mean([p == t for p, t in zip(single.predict(test), truth)])
     assert accuracy > 0.95 and single_accuracy < 0.7
     np.testing.assert_array_equal(spec.utilities(sets[-1], "c"), np.zeros(3))
     with pytest.raises(StructPrefError, match="one of each per set"):
-        spec.fit(sets, gold, keys[:-1])
+        fit(spec, sets, gold, keys[:-1])
+    with pytest.raises(StructPrefError, match="give keys"):
+        fit(spec, sets, gold)

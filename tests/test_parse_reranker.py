@@ -13,8 +13,8 @@ from thinc.api import Adam
 from spacy_structpref.components.forest_parser import ForestParser
 from spacy_structpref.corpora import ptb_trees
 from spacy_structpref.errors import StructPrefError
-from spacy_structpref.learners import (CompositeKernel, KernelPerceptron, RecursiveNetLearner, ScoredTrees,
-                                       TreeKernel)
+from spacy_structpref.learners import (CompositeKernel, KernelPerceptron, RecursiveNetLearner, Schedule,
+                                       ScoredTrees, TreeKernel, fit)
 from spacy_structpref.models.recursive import RecursiveNet, build_label_dag, label_vocab
 from spacy_structpref.reranking import RerankItem
 from spacy_structpref.reranking.scorers import first_k, rerank, training_sets
@@ -139,14 +139,12 @@ def test_a_refused_load_leaves_the_cfg_as_it_was(saved, match, tmp_path):
         assert reranker.cfg == before
 
 def test_default_learner_is_the_attachment_predictors_but_for_the_kernel():
-    """Both defaults come from one block; the reranker's once lacked
-    ``progress = false`` and drew a bar per update inside spacy train."""
+    """Both defaults come from one block."""
     reranker = spacy.blank("en").add_pipe("parse_reranker").learner
     predictor = spacy.blank("en").add_pipe("attachment_predictor").prototype
     for learner in (reranker, predictor):
         assert isinstance(learner, KernelPerceptron)
-        assert (learner.loss, learner.epochs, learner.average, learner.seed, learner.progress) == (
-            "setwise", 1, True, 0, False)
+        assert (learner.loss, learner.average, learner.seed) == ("setwise", True, 0)
     assert isinstance(reranker.kernel, CompositeKernel) and isinstance(predictor.kernel, TreeKernel)
 
 
@@ -179,18 +177,18 @@ def attachment_items(n, seed=0):
 
 
 @pytest.mark.parametrize("make", [
-    lambda: KernelPerceptron(TreeKernel(0.4), loss="setwise", epochs=2),
-    lambda: KernelPerceptron(TreeKernel(0.4), loss="pairwise"),
-    lambda: KernelPerceptron(CompositeKernel(TreeKernel(0.4), b=0.001), loss="setwise", epochs=2),
-    lambda: RecursiveNetLearner(width=8, loss="setwise", epochs=30, batch_size=5, optimizer=Adam(0.05),
-                                log_p_input=True, log_p_a=0.1),
+    lambda: (KernelPerceptron(TreeKernel(0.4), loss="setwise"), Schedule(epochs=2)),
+    lambda: (KernelPerceptron(TreeKernel(0.4), loss="pairwise"), Schedule()),
+    lambda: (KernelPerceptron(CompositeKernel(TreeKernel(0.4), b=0.001), loss="setwise"), Schedule(epochs=2)),
+    lambda: (RecursiveNetLearner(width=8, loss="setwise", log_p_input=True, log_p_a=0.1),
+             Schedule(epochs=30, batch_size=5, optimizer=Adam(0.05))),
 ])
 def test_a_known_preference_is_learned(make):
     train, test = attachment_items(30), attachment_items(20, seed=1)
     assert rerank(None, test[:1], k=1) == [0]  # a single candidate needs no learner
     assert np.mean([i == item.target for i, item in zip([0] * len(test), test)]) < 0.6
-    learner = make()
-    learner.fit(*training_sets(learner, train))
+    learner, schedule = make()
+    fit(learner, *training_sets(learner, train), schedule=schedule)
     assert rerank(learner, test) == [item.target for item in test]
 
 
@@ -220,8 +218,8 @@ def test_log_p_input_with_zero_scale_is_the_plain_network():
 
 def test_log_p_input_needs_log_probabilities_and_a_matching_load():
     items = attachment_items(6)
-    learner = RecursiveNetLearner(width=4, epochs=1, optimizer=Adam(0.01), log_p_input=True)
-    learner.fit(*training_sets(learner, items))
+    learner = RecursiveNetLearner(width=4, log_p_input=True)
+    fit(learner, *training_sets(learner, items), schedule=Schedule(optimizer=Adam(0.01)))
     with pytest.raises(StructPrefError, match="ScoredTrees"):
         learner.utilities([Tree.fromstring(items[0].candidates[0])])
     assert len(learner.utilities(ScoredTrees([Tree.fromstring(c) for c in items[0].candidates],

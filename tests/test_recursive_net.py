@@ -11,7 +11,7 @@ from thinc.api import Adam, decaying
 from spacy_structpref.corpora import ptb_trees
 from spacy_structpref.errors import StructPrefError
 from spacy_structpref.incremental import CPInventory
-from spacy_structpref.learners import RecursiveNetLearner, loss_at_r
+from spacy_structpref.learners import RecursiveNetLearner, Schedule, fit, loss_at_r
 from spacy_structpref.learners.recursive import set_losses
 from spacy_structpref.trees import TreeSetDAG
 from spacy_structpref.models.recursive import (UNKNOWN, WORD, WORD_KEY, RecursiveNet, build_label_dag,
@@ -155,9 +155,11 @@ def test_bad_input():
     with pytest.raises(StructPrefError, match="not trained"):
         RecursiveNetLearner().utilities(["NP"])
     with pytest.raises(StructPrefError, match="no preference set"):
-        RecursiveNetLearner(optimizer=Adam(0.01)).fit([[Tree.fromstring("(NP (NN a))")]], [0])
-    with pytest.raises(StructPrefError, match="fixed settings, not schedules .*: learn_rate"):
-        RecursiveNetLearner(optimizer=Adam(decaying(0.01, 1e-4)))
+        fit(RecursiveNetLearner(), [[Tree.fromstring("(NP (NN a))")]], [0], schedule=Schedule(optimizer=Adam(0.01)))
+    with pytest.raises(StructPrefError, match="fixed settings, not schedules: learn_rate"):
+        Schedule(optimizer=Adam(decaying(0.01, 1e-4)))
+    with pytest.raises(StructPrefError, match="stepped by an optimizer"):
+        fit(RecursiveNetLearner(), [[Tree.fromstring("(NP (NN a))")]], [0])
     with pytest.raises(StructPrefError, match="width"):
         RecursiveNet(width=0)
     model = network({"NP": 2})
@@ -170,15 +172,15 @@ def test_learns_attachment(tmp_path):
 
     (train, train_gold), (dev, dev_gold) = (candidates_and_gold(ptb_trees("train")[:40], inventory),
                                             candidates_and_gold(ptb_trees("dev")[:10], inventory))
-    learner = RecursiveNetLearner(epochs=4, optimizer=Adam(0.01), seed=0).fit(train, train_gold)
-    assert learner.losses[-1] < learner.losses[0]
+    learner = fit(RecursiveNetLearner(seed=0), train, train_gold, schedule=Schedule(epochs=4, optimizer=Adam(0.01)))
+    assert learner.log.losses[-1] < learner.log.losses[0]
     # candidate sets given as DAGs (no trees built) train the same network
     symbols = SymbolTable()
-    by_dags = RecursiveNetLearner(epochs=4, optimizer=Adam(0.01), seed=0).fit(
-        *candidates_and_gold(ptb_trees("train")[:40], inventory, symbols))
+    by_dags = fit(RecursiveNetLearner(seed=0), *candidates_and_gold(ptb_trees("train")[:40], inventory, symbols),
+                  schedule=Schedule(epochs=4, optimizer=Adam(0.01)))
     # (the same sums in another order: float32 rounding drifts slowly over the epochs)
-    assert by_dags.losses[0] == pytest.approx(learner.losses[0], rel=1e-5)
-    np.testing.assert_allclose(by_dags.losses, learner.losses, rtol=2e-3)
+    assert by_dags.log.losses[0] == pytest.approx(learner.log.losses[0], rel=1e-5)
+    np.testing.assert_allclose(by_dags.log.losses, learner.log.losses, rtol=2e-3)
     for c, d in zip(dev[:20], candidates_and_gold(ptb_trees("dev")[:10], inventory, symbols)[0]):
         np.testing.assert_allclose(learner.utilities(d), learner.utilities(c), rtol=1e-5, atol=1e-6)
     L = loss_at_r([learner.utilities(c) for c in dev], dev_gold, r=(1, 5))
@@ -186,14 +188,14 @@ def test_learns_attachment(tmp_path):
     assert L[1] < 0.6 * chance and L[5] < L[1]
     learner.to_disk(tmp_path / "rnn")
     loaded = RecursiveNetLearner().from_disk(tmp_path / "rnn")
-    assert loaded.vocab == learner.vocab and loaded.losses == pytest.approx(learner.losses)
+    assert loaded.vocab == learner.vocab and loaded.log.losses == pytest.approx(learner.log.losses)
     for cands in dev[:20]:
         np.testing.assert_allclose(loaded.utilities(cands), learner.utilities(cands), rtol=1e-6)
     with pytest.raises(StructPrefError, match="nothing to save"):
         RecursiveNetLearner().to_disk(tmp_path / "untrained")
     assert not (tmp_path / "untrained").exists()
     # words as inputs of their own: the saved vocabulary carries them
-    lexical = RecursiveNetLearner(epochs=1, optimizer=Adam(0.01), min_word_sets=2).fit(train, train_gold)
+    lexical = fit(RecursiveNetLearner(min_word_sets=2), train, train_gold, schedule=Schedule(optimizer=Adam(0.01)))
     words = {key for key in lexical.vocab if key.startswith(WORD_KEY)}
     assert {WORD_KEY + "the", WORD_KEY + "of"} <= words and len(lexical.vocab) > len(learner.vocab)
     with pytest.raises(StructPrefError, match="min_word_sets = 2, this learner 0"):
@@ -217,19 +219,21 @@ def test_early_stopping_keeps_the_best_validation_epoch():
     (train, train_gold), (val, val_gold) = (candidates_and_gold(ptb_trees("train")[:15], inventory, symbols),
                                             candidates_and_gold(ptb_trees("dev")[:5], inventory, symbols))
 
-    def net(epochs, patience=0):
-        return RecursiveNetLearner(width=6, epochs=epochs, batch_size=4, optimizer=Adam(0.05), seed=1,
-                                   patience=patience)
+    def net():
+        return RecursiveNetLearner(width=6, seed=1)
 
-    full = net(8).fit(train, train_gold, validation=(val, val_gold))
-    curve = full.validation_losses
-    assert len(curve) == len(full.losses) == 8
+    def schedule(epochs, patience=0):
+        return Schedule(epochs=epochs, batch_size=4, optimizer=Adam(0.05), patience=patience)
+
+    full = fit(net(), train, train_gold, validation=(val, val_gold), schedule=schedule(8))
+    curve = full.log.validation
+    assert len(curve) == len(full.log.losses) == 8
     assert len(set(curve)) > 2  # each epoch's own weights are scored (not the best so far)
     best = int(np.argmin(curve)) + 1  # the first of equal minima
-    assert full.best_epoch == best
+    assert full.log.best_epoch == best
     # each recorded error is L_1 of the weights then; the kept ones give the best of them
     assert loss_at_r([full.utilities(c) for c in val], val_gold)[1] == pytest.approx(curve[best - 1])
-    reference = net(best).fit(train, train_gold)
+    reference = fit(net(), train, train_gold, schedule=schedule(best, None))
     for cands in val[:30]:
         np.testing.assert_allclose(full.utilities(cands), reference.utilities(cands), rtol=1e-5, atol=1e-6)
     # the saved weights are the kept ones
@@ -237,24 +241,25 @@ def test_early_stopping_keeps_the_best_validation_epoch():
     np.testing.assert_allclose(loaded.utilities(val[0]), full.utilities(val[0]), rtol=1e-6)
     # patience p stops after p epochs in a row without a new best
     for patience in (1, 2):
-        stopped = net(8, patience).fit(train, train_gold, validation=(val, val_gold))
+        stopped = fit(net(), train, train_gold, validation=(val, val_gold), schedule=schedule(8, patience))
         run, best_so_far, since = 0, np.inf, 0
         for error in curve:
             run += 1
             best_so_far, since = (error, 0) if error < best_so_far else (best_so_far, since + 1)
             if since >= patience:
                 break
-        assert stopped.validation_losses == pytest.approx(curve[:run])
+        assert stopped.log.validation == pytest.approx(curve[:run])
     # specialised: each class's net stops on the validation sets of its class
     keys = [len(c) % 2 for c in train]
     val_keys = [len(c) % 2 for c in val]
-    spec = SpecialisedLearner(net(3)).fit(train, train_gold, keys, validation=(val, val_gold, val_keys))
+    spec = fit(SpecialisedLearner(net()), train, train_gold, keys, validation=(val, val_gold, val_keys),
+               schedule=schedule(3))
     for key, learner in spec.learners.items():
         members = [i for i, k in enumerate(val_keys) if k == key]
-        assert len(learner.validation_losses) == 3
+        assert len(learner.log.validation) == 3
         assert loss_at_r([learner.utilities(val[i]) for i in members],
-                         [val_gold[i] for i in members])[1] == pytest.approx(min(learner.validation_losses))
+                         [val_gold[i] for i in members])[1] == pytest.approx(min(learner.log.validation))
     with pytest.raises(StructPrefError, match="patience"):
-        RecursiveNetLearner(patience=-1)
-    with pytest.raises(StructPrefError, match="validation is a pair"):
-        net(1).fit(train, train_gold, validation=(val,))
+        Schedule(patience=-1)
+    with pytest.raises(StructPrefError, match="validation is"):
+        fit(net(), train, train_gold, validation=(val,), schedule=schedule(1))

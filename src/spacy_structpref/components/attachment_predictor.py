@@ -242,15 +242,13 @@ class AttachmentPredictor(TrainablePipe):
         return preference_sets_of(trees, self.inventory)
 
     def _learn(self, method: str, psets: Sequence, **kwargs):
-        """``learner.method(sets, gold[, keys], **kwargs)`` on the preference
-        sets, their candidates built on access."""
-        from ..incremental import CandidateSets
+        """``learner.method(sets, gold, keys, **kwargs)`` on the preference
+        sets, their candidates built on access (keys: foot classes, for a
+        specialised learner)."""
+        from ..incremental import learner_inputs
 
-        sets = CandidateSets(psets, self.symbols, self.cfg["reduced"])
-        gold = [s.gold for s in psets]
-        if self.cfg["specialise"]:
-            return getattr(self.learner, method)(sets, gold, [self.foot_class(s.foot) for s in psets], **kwargs)
-        return getattr(self.learner, method)(sets, gold, **kwargs)
+        return getattr(self.learner, method)(*learner_inputs(psets, self.symbols, self.cfg["reduced"],
+                                                             self.cfg["specialise"], self.foot_class), **kwargs)
 
     def initialize(self, get_examples: Callable[[], Iterable[Example]], *,
                    nlp: Optional[Language] = None, sample_size: int = 200) -> None:

@@ -185,7 +185,6 @@ class ParseReranker(Pipe):
         """One perceptron pass (or one gradient step) over the jackknifed
         lists of these examples, in order. ``losses[name]``: the
         perceptron's mistakes, or the network's summed loss."""
-        from ..learners.perceptron import KernelPerceptron
         from ..reranking.scorers import training_sets
 
         losses = {} if losses is None else losses
@@ -206,9 +205,7 @@ class ParseReranker(Pipe):
             return losses
         step: Dict[str, float] = {}
         # a sentence's words identify its set across epochs: the perceptron pools its support items
-        extra = {"set_ids": [tuple(item.words) for item in sets.items]} if isinstance(
-            self.learner, KernelPerceptron) else {}
-        self.learner.update(sets, gold, sgd=sgd, losses=step, **extra)
+        self.learner.update(sets, gold, ids=[tuple(item.words) for item in sets.items], sgd=sgd, losses=step)
         losses[self.name] += sum(step.values())
         return losses
 

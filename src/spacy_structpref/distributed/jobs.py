@@ -291,9 +291,9 @@ def set_utilities(learner, psets: Sequence, reduced: bool = False, keys: Optiona
     shard_size = _check_size("shard_size", shard_size)
     if isinstance(learner, SpecialisedLearner):
         if keys is None:
-            from ..incremental import foot_class
+            from ..incremental import set_classes
 
-            keys = [foot_class(s.foot) for s in psets]
+            keys = set_classes(psets)
     elif keys is not None:
         raise StructPrefError("keys select a specialised learner's sub-learner: this learner takes none")
     keys = list(keys) if keys is not None else [None] * len(psets)
@@ -317,6 +317,7 @@ def attachment_utilities(model, trees: Sequence[Tree], *, shard_size: int = 100,
     :func:`set_utilities` on one cluster (``model``: a pipeline, its name or
     path, or the component)."""
     from ..components.attachment_predictor import AttachmentPredictor, find_attachment_predictor
+    from ..incremental import set_classes
 
     component = model if isinstance(model, AttachmentPredictor) else find_attachment_predictor(_pipeline(model))
     component._require_inventory()
@@ -324,7 +325,7 @@ def attachment_utilities(model, trees: Sequence[Tree], *, shard_size: int = 100,
     with runner(**_where(client, scheduler, n_workers), in_process=len(trees) < SMALL["candidates"]) as run:
         where = {"n_workers": 0} if isinstance(run, LocalRunner) else {"client": run.client}
         psets = candidate_sets(trees, component.inventory, shard_size=shard_size, progress=progress, **where)
-        keys = [component.foot_class(s.foot) for s in psets] if component.cfg["specialise"] else None
+        keys = set_classes(psets, component.foot_class) if component.cfg["specialise"] else None
         utilities = set_utilities(component.learner, psets, component.cfg["reduced"], keys, shard_size=shard_size,
                                   progress=progress, **where)
     return utilities, [s.gold for s in psets]

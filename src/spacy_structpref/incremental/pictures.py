@@ -78,25 +78,25 @@ class AttachmentModel:
     def train(cls, config: Union[str, Path], sentences: int, specialise: bool = False) -> "AttachmentModel":
         """A learner from a config's ``[learner]`` block trained on the reduced
         preference sets of the first ``sentences`` train sentences (the CP
-        inventory from all of train); a recursive net stops early on the sets
-        of the first :data:`PICTURE_VALIDATION` dev sentences."""
+        inventory from all of train), as the config's ``[schedule]`` says; one
+        with patience stops early on the sets of the first
+        :data:`PICTURE_VALIDATION` dev sentences."""
         from ..corpora import ptb_trees
-        from ..learners import RecursiveNetLearner
         from ..learners.kernels import TreeKernel
         from .tables import fit_attachment_learner, learner_from_config
 
         if sentences < 1:
             raise StructPrefError(f"train on at least one sentence, got {sentences}")
-        learner = learner_from_config(config, {"learner.seed": 0})
+        learner, schedule = learner_from_config(config, {"learner.seed": 0})
         kernel = getattr(learner, "kernel", None)
         symbols = kernel.symbols if isinstance(kernel, TreeKernel) else SymbolTable()
         train = ptb_trees("train")
         inventory = CPInventory.from_trees(train)
         psets = preference_sets_of(train[:sentences], inventory)
         validation = (preference_sets_of(ptb_trees("dev")[:PICTURE_VALIDATION], inventory)
-                      if isinstance(learner, RecursiveNetLearner) else None)
-        trained, utilities = fit_attachment_learner(learner, psets, symbols, reduced=True, specialise=specialise,
-                                                    validation=validation)
+                      if schedule.patience is not None else None)
+        trained, utilities = fit_attachment_learner(learner, schedule, psets, symbols, reduced=True,
+                                                    specialise=specialise, validation=validation)
 
         def learner_for(foot: str):
             return trained.learners.get(foot_class(foot)) if specialise else trained
