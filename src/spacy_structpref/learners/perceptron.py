@@ -57,6 +57,7 @@ class KernelPerceptron(PreferenceLearner):
                                   "spacy_structpref.learners.kernels)")
         self.kernel, self.loss, self.average, self.seed = kernel, loss, average, seed
         self._reset()
+        self.log = TrainingLog()
 
     def _reset(self) -> None:
         self.chunks: List[_Chunk] = []
@@ -64,7 +65,6 @@ class KernelPerceptron(PreferenceLearner):
         self._pending: Dict[tuple, list] = {}  # key -> [item, alpha, tau]
         self.n_examples = 0  # T: examples seen (pairs or sets)
         self.n_updates = 0
-        self.log = TrainingLog()
 
     def clone(self, seed: Optional[int] = None) -> "KernelPerceptron":
         """An untrained perceptron with the same settings and the same kernel
@@ -144,6 +144,7 @@ class KernelPerceptron(PreferenceLearner):
         if sets is not None and gold is not None:
             teaching_sets(sets, gold)
         self._reset()
+        self.log = TrainingLog()
         return self
 
     def update(self, sets: Sequence[Sequence], gold: Sequence[Optional[int]],
