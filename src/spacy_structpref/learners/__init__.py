@@ -10,10 +10,10 @@ from importlib import import_module
 
 _MODULES = {
     "CompositeKernel": "kernels", "EnsembleLearner": "ensemble", "KernelPerceptron": "perceptron",
-    "Learner": "base", "LinearKernel": "kernels",
-    "PreferenceLearner": "base", "Schedule": "training", "TrainingLog": "base", "fit": "training", "RecursiveNetLearner": "recursive", "ScoredTrees": "kernels",
-    "SpecialisedLearner": "specialised", "TreeKernel": "kernels", "gold_rank": "metrics",
-    "loss_at_r": "metrics", "pairwise_error": "metrics",
+    "Learner": "base", "LinearKernel": "kernels", "PreferenceLearner": "base", "RecursiveNetLearner": "recursive",
+    "Schedule": "training", "ScoredTrees": "kernels", "SpecialisedLearner": "specialised", "TrainingLog": "base",
+    "TreeKernel": "kernels", "fit": "training", "gold_rank": "metrics", "loss_at_r": "metrics",
+    "pairwise_error": "metrics",
 }
 __all__ = sorted(_MODULES)
 
