@@ -15,34 +15,14 @@ from spacy.pipeline import Pipe
 from spacy.training import Example
 
 from ..errors import StructPrefError
+from ..parsing.settings import (DEFAULT_SETTINGS, build_parser, check_parser_settings, grammar_from_trees,
+                                parser_settings)
 from ..saving import atomic_directory, check_saved, load_errors, merged_settings
 
 # doc.user_data flag of a Doc that got the flat fallback tree: why (parsing.parser's TOO_LONG or NO_PARSE)
 FALLBACK_KEY = "forest_parser_fallback"
 
-DEFAULT_CONFIG = {
-    "horizontal_markov": 2,
-    "vertical_markov": 2,
-    "tag_parent": True,
-    "split_unary_tags": True,
-    "split_in": True,
-    "split_percent": True,
-    "rare_threshold": 2,
-    "smooth": 1.0,
-    "base_signatures": True,
-    "beam": 1e-4,
-    "threshold": 1e-5,
-    "merit_threshold": 1e-6,
-    "max_expansions": 2000,
-    "max_length": 100,
-    "k": 50,
-    "tag_mode": "ignore",
-    "tag_bonus": 10.0,
-    "set_tags": True,
-    "store_forest": True,
-    "spans_key": "constituents",  # trees.doc.SPANS_KEY, which would load compiled code if imported here
-    "scorer": {"@scorers": "spacy_structpref.parseval_scorer.v1"},
-}
+DEFAULT_CONFIG = {**DEFAULT_SETTINGS, "scorer": {"@scorers": "spacy_structpref.parseval_scorer.v1"}}
 
 # Serialised fields (the names ``exclude`` takes) and their files in a saved component.
 FILES = {"cfg": ("cfg.json", srsly.write_json, srsly.read_json),
@@ -94,34 +74,14 @@ class ForestParser(Pipe):
     has nothing to batch), a Doc that raises going to the error handler."""
 
     def __init__(self, vocab, name: str = "forest_parser", *, scorer: Optional[Callable] = None, **cfg):
-        unknown = set(cfg) - set(DEFAULT_CONFIG)
-        if unknown:
-            raise StructPrefError(f"unknown forest_parser setting(s): {', '.join(sorted(unknown))}")
         self.vocab = vocab
         self.name = name
-        self.cfg = {key: value for key, value in DEFAULT_CONFIG.items() if key != "scorer"}
-        self.cfg.update(cfg)
-        self._check_cfg(self.cfg)
+        self.cfg = parser_settings(cfg)
         self.scorer = scorer
         self.grammar = None
         self._parser = None
         from ..trees import register_extensions
         register_extensions()
-
-    def _check_cfg(self, c: dict) -> None:
-        """Every setting of ``c`` checked here, so that a bad one fails when
-        the pipeline is built (or loaded), not at the first parse."""
-        from ..parsing.parser import check_count, check_settings
-
-        check_settings(c["beam"], c["threshold"], c["merit_threshold"], c["max_expansions"], c["tag_mode"],
-                       c["tag_bonus"], c["max_length"])
-        check_count("k", c["k"], 1)
-        check_count("rare_threshold", c["rare_threshold"], 0)
-        # a known word's P(T | w) divides by (count + smooth)
-        if not isinstance(c["smooth"], (int, float)) or not 0 <= c["smooth"] < float("inf"):
-            raise StructPrefError(f"smooth must be a finite number of at least 0, got {c['smooth']!r}")
-        if not isinstance(c["spans_key"], str) or not c["spans_key"]:
-            raise StructPrefError(f"spans_key must be a non-empty string, got {c['spans_key']!r}")
 
     # ------------------------------------------------------------- training
     def initialize(self, get_examples: Callable[[], Iterable[Example]], *, nlp: Optional[Language] = None):
@@ -149,13 +109,7 @@ class ForestParser(Pipe):
         this component's annotation and lexicon settings; ``skip_bad_trees``:
         leave out trees that are not treebank trees (a word under a phrase),
         counted in ``self.grammar.skipped_trees``, rather than fail."""
-        from ..parsing.grammar import Annotation, estimate_grammar
-
-        c = self.cfg
-        annotation = Annotation(c["horizontal_markov"], c["vertical_markov"], c["tag_parent"],
-                                c["split_unary_tags"], c["split_in"], c["split_percent"])
-        self.grammar = estimate_grammar(trees, annotation, rare_threshold=c["rare_threshold"], smooth=c["smooth"],
-                                        base_signatures=c["base_signatures"], skip_bad_trees=skip_bad_trees)
+        self.grammar = grammar_from_trees(trees, self.cfg, skip_bad_trees)
         self._parser = None
         return self
 
@@ -173,12 +127,7 @@ class ForestParser(Pipe):
             raise StructPrefError(f"{self.name} has no grammar: call nlp.initialize() with treebank examples "
                                   "or load a trained pipeline")
         if self._parser is None:
-            from ..parsing.parser import Parser
-            c = self.cfg
-            self._parser = Parser(self.grammar, beam=c["beam"], threshold=c["threshold"],
-                                  merit_threshold=c["merit_threshold"],
-                                  max_expansions=c["max_expansions"], tag_mode=c["tag_mode"],
-                                  tag_bonus=c["tag_bonus"], max_length=c["max_length"])
+            self._parser = build_parser(self.grammar, self.cfg)
         return self._parser
 
     def predict(self, docs):
@@ -249,7 +198,7 @@ class ForestParser(Pipe):
         cfg, grammar = self.cfg, self.grammar
         if "cfg" in state:
             cfg = merged_settings(self.name, self.cfg, state["cfg"])
-            self._check_cfg(cfg)
+            check_parser_settings(cfg)
         if "grammar" in state:
             grammar = Grammar.from_dict(state["grammar"]) if state["grammar"] is not None else None
         self.cfg, self.grammar, self._parser = cfg, grammar, None

@@ -9,8 +9,8 @@ pull in the compiled kernels."""
 from importlib import import_module
 
 _MODULES = {
-    "CompositeKernel": "kernels", "EnsembleLearner": "ensemble", "KernelPerceptron": "perceptron",
-    "LinearKernel": "kernels",
+    "CompositeKernel": "kernels", "EnsembleLearner": "ensemble", "ForestKernel": "kernels",
+    "KernelPerceptron": "perceptron", "LinearKernel": "kernels",
     "PreferenceLearner": "base", "RecursiveNetLearner": "recursive", "ScoredTrees": "kernels",
     "SpecialisedLearner": "specialised", "TreeKernel": "kernels", "gold_rank": "metrics",
     "loss_at_r": "metrics", "pairwise_error": "metrics",

@@ -9,7 +9,6 @@ from .data import (
     load_items,
     parse_lists,
     parser_from_trees,
-    parser_settings,
     save_items,
     sentence_f1,
     target_index,
@@ -18,4 +17,4 @@ from .evaluation import evaluate, evaluate_row, format_rows, one_best_row, oracl
 
 __all__ = ["FORMAT_VERSION", "RerankItem", "count_fallbacks", "evaluate", "evaluate_row", "fold_assignment", "format_rows",
            "jackknife_lists", "load_items", "one_best_row", "oracle_row", "parse_lists", "parser_from_trees",
-           "parser_settings", "print_rows", "save_items", "sentence_f1", "table_row", "target_index"]
+           "print_rows", "save_items", "sentence_f1", "table_row", "target_index"]
