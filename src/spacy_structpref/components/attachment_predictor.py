@@ -274,7 +274,8 @@ class AttachmentPredictor(TrainablePipe):
         self.inventory = CPInventory.from_trees(trees)
         self._learn("initialize", self._preference_sets(trees[:sample_size or None]))
 
-    def _require_inventory(self) -> None:
+    def require_inventory(self) -> None:
+        """Raise a clear error unless the component is trained (has its CP inventory)."""
         if self.inventory is None:
             raise StructPrefError(f"{self.name} is not trained: call nlp.initialize() with treebank "
                                   "examples or load a trained pipeline")
@@ -289,7 +290,7 @@ class AttachmentPredictor(TrainablePipe):
         losses.setdefault(self.name, 0.0)
         examples = list(examples)
         validate_examples(examples, "AttachmentPredictor.update")
-        self._require_inventory()
+        self.require_inventory()
         psets = self._preference_sets(self._gold_trees(eg.reference for eg in examples))
         if psets:
             step = self._learn("update", psets, sgd=None if sgd is False else sgd, losses={})
@@ -307,10 +308,24 @@ class AttachmentPredictor(TrainablePipe):
             yield
 
     # ------------------------------------------------------------- parsing
-    def _utilities(self, candidates, foot: str):
+    def utilities(self, candidates, foot: str):
+        """The learner's utilities of ``candidates`` (a candidate DAG) for a
+        word tagged ``foot``, scored by the foot class's learner under
+        ``specialise``."""
         if self.cfg["specialise"]:
             return self.learner.utilities(candidates, self.foot_class(foot))
         return self.learner.utilities(candidates)
+
+    def learner_for(self, foot: str):
+        """The learner that scores the candidates of a word tagged ``foot``:
+        the foot class's clone under ``specialise``, else the one learner."""
+        self.require_inventory()
+        if not self.cfg["specialise"]:
+            return self.learner
+        learner = self.learner.learners.get(self.foot_class(foot))
+        if learner is None:
+            raise StructPrefError(f"{self.name} has no learner for foot class {self.foot_class(foot)!r}")
+        return learner
 
     def _search_utilities(self, candidates, foot: str):
         """``a·U`` with ``U`` rounded to the learners' tie tolerance
@@ -322,7 +337,7 @@ class AttachmentPredictor(TrainablePipe):
 
         from ..learners.metrics import TIE_TOLERANCE
 
-        u = np.asarray(self._utilities(candidates, foot), dtype=float)
+        u = np.asarray(self.utilities(candidates, foot), dtype=float)
         # decimals, not a quantum: the rounded values must not depend on the last bits of max |u|
         decimals = -int(np.ceil(np.log10(TIE_TOLERANCE * (1.0 + np.abs(u).max()))))
         return self.cfg["softmax_scale"] * np.round(u, decimals)
@@ -331,7 +346,7 @@ class AttachmentPredictor(TrainablePipe):
         """One ``IncrementalParse`` per Doc (None for an empty Doc)."""
         from ..incremental import IncrementalParser
 
-        self._require_inventory()
+        self.require_inventory()
         parser = IncrementalParser(self.inventory, lambda cands, foot, i: self._search_utilities(cands, foot),
                                    beam_width=self.cfg["beam_width"], reduced=self.cfg["reduced"],
                                    symbols=self.symbols)
@@ -368,10 +383,10 @@ class AttachmentPredictor(TrainablePipe):
         """The learner's utilities of the candidates of every preference set
         of the Docs' gold trees (``doc.spans[spans_key]``), with each set's
         gold index."""
-        self._require_inventory()
+        self.require_inventory()
         utilities, gold = [], []
         for s in self._preference_sets(self._gold_trees(docs)):  # DAGs one at a time: a split's take gigabytes
-            utilities.append(self._utilities(s.dag(self.symbols, self.cfg["reduced"]), s.foot))
+            utilities.append(self.utilities(s.dag(self.symbols, self.cfg["reduced"]), s.foot))
             gold.append(s.gold)
         return utilities, gold
 

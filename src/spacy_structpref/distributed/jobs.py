@@ -320,7 +320,7 @@ def attachment_utilities(model, trees: Sequence[Tree], *, shard_size: int = 100,
     from ..components.attachment_predictor import AttachmentPredictor, find_attachment_predictor
 
     component = model if isinstance(model, AttachmentPredictor) else find_attachment_predictor(_pipeline(model))
-    component._require_inventory()
+    component.require_inventory()
     trees = list(trees)
     with runner(**_where(client, scheduler, n_workers), in_process=len(trees) < SMALL["candidates"]) as run:
         where = {"n_workers": 0} if isinstance(run, LocalRunner) else {"client": run.client}
