@@ -97,6 +97,7 @@ def _kernel_sum(p1: PreparedForest, first: np.ndarray, last: np.ndarray, p2: Pre
 
 
 def _forest_kernel(p1: PreparedForest, p2: PreparedForest, lam: float, log_space: bool = False) -> float:
+    """K(f1, f2) of one pair (``log_space``: log K, exact where K overflows)."""
     f1, f2 = p1.forest, p2.forest
     n_rules = int(max(f1.rule.max(initial=-1), f2.rule.max(initial=-1))) + 1
     first, last = p1.rule_slices(n_rules)

@@ -5,7 +5,7 @@ component and the rerank lists share (:mod:`.settings`).
 
 The names below load on first use: the ``forest_parser`` factory takes its
 defaults from :mod:`.settings` and must not load nltk or the parser."""
-from importlib import import_module
+from ..lazy import lazy_names
 
 _MODULES = {
     "Annotation": "grammar", "Grammar": "grammar", "base_label": "grammar", "estimate_grammar": "grammar",
@@ -16,8 +16,4 @@ _MODULES = {
 }
 __all__ = sorted(_MODULES)
 
-
-def __getattr__(name: str):
-    if name not in _MODULES:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(import_module(f".{_MODULES[name]}", __name__), name)
+__getattr__ = lazy_names(__name__, _MODULES)
