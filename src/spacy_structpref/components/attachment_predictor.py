@@ -34,7 +34,6 @@ importing this factory stays cheap.
 """
 from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
-import srsly
 from spacy import util
 from spacy.language import Language
 from spacy.tokens import Doc
@@ -118,10 +117,10 @@ class AttachmentPredictor(LearnerPipe):
         self.register_extensions()
 
     def _set_cfg(self, cfg: dict) -> None:
-        """Check and adopt settings (see :meth:`_checked_cfg`)."""
-        self.cfg, self.foot_class, self.learner = self._checked_cfg(cfg)
+        """Check and adopt settings (see :meth:`_staged_cfg`)."""
+        self.cfg, self.foot_class, self.learner = self._staged_cfg(cfg)
 
-    def _checked_cfg(self, cfg: dict) -> tuple:
+    def _staged_cfg(self, cfg: dict) -> tuple:
         """The settings with those of ``cfg`` in place, checked, with the foot
         classes and the learner they ask for (rebuilt around the prototype
         when ``specialise`` changes, since it decides the learner's shape);
@@ -370,7 +369,7 @@ class AttachmentPredictor(LearnerPipe):
     # ------------------------------------------------------- serialisation
     def _parts(self) -> Dict[str, Part]:
         """``cfg`` (checked, with the foot classes and the learner it asks
-        for: :meth:`_checked_cfg`), ``inventory`` and ``learner`` (none
+        for: :meth:`_staged_cfg`), ``inventory`` and ``learner`` (none
         before training), the learner loaded into the one the loaded cfg
         asks for (a learner loads all or nothing)."""
         from ..incremental import CPInventory
@@ -385,8 +384,7 @@ class AttachmentPredictor(LearnerPipe):
             if trained:
                 self.learner.to_disk(path)
 
-        return {"cfg": Part(lambda: self.cfg, self._checked_cfg, "cfg.json",
-                            lambda p: srsly.write_json(p, self.cfg), lambda p: self._checked_cfg(srsly.read_json(p))),
+        return {"cfg": self._cfg_part(),
                 "inventory": Part(lambda: self.inventory.to_json() if trained else None,
                                   lambda text: None if text is None else CPInventory.from_json(text),
                                   "inventory.json", write_inventory,

@@ -19,13 +19,14 @@ Nothing compiled is imported here: the factories stay cheap to import.
 """
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional
 
+import srsly
 from spacy.language import Language
 from spacy.pipeline import Pipe, TrainablePipe
 from spacy.tokens import Doc, Token
 from thinc.api import Model
 
 from ..errors import StructPrefError
-from ..saving import Part, SavedParts
+from ..saving import Part, SavedParts, merged_settings
 
 
 def check_spans_key(owner: str, key) -> None:
@@ -115,6 +116,21 @@ class StructPrefPipe(SavedParts, Pipe):
     # -- saving ---------------------------------------------------------------
     def _parts(self) -> Dict[str, Part]:
         raise NotImplementedError
+
+    def _check_cfg(self, cfg: dict) -> None:
+        """Raise a clear error for a bad setting of ``cfg``."""
+
+    def _staged_cfg(self, saved: dict) -> Any:
+        """The settings with those of ``saved`` in place (a key this
+        component lacks is refused: :func:`~..saving.merged_settings`), checked."""
+        cfg = merged_settings(self.name, self.cfg, saved)
+        self._check_cfg(cfg)
+        return cfg
+
+    def _cfg_part(self) -> Part:
+        """``cfg`` as a dict in bytes, ``cfg.json`` on disk, staged by :meth:`_staged_cfg`."""
+        return Part(lambda: self.cfg, self._staged_cfg, "cfg.json", lambda path: srsly.write_json(path, self.cfg),
+                    lambda path: self._staged_cfg(srsly.read_json(path)))
 
     def _adopt(self, staged: Dict[str, Any]) -> None:
         """Check the staged parts against each other and the component (a

@@ -15,7 +15,7 @@ are the tagger's, shared with it (:mod:`.distro`).
 Classes are exclusive: ``doc.cats`` gets 1.0 for the predicted label and 0.0
 for every other. The gold label of a training Doc is its cat with value 1.
 """
-from typing import Callable, Dict, Iterable, List, Optional
+from typing import Callable, Dict, Iterable, List
 
 import numpy
 from spacy.scorer import Scorer

@@ -9,12 +9,11 @@ load lazily so that importing this module stays cheap.
 """
 from typing import Callable, Dict, Iterable, Optional
 
-import srsly
 from spacy.language import Language
 from spacy.training import Example
 
 from ..errors import StructPrefError
-from ..saving import Part, merged_settings
+from ..saving import Part
 from .base import StructPrefPipe, check_spans_key
 
 # doc.user_data flag of a Doc that got the flat fallback tree: why (parsing.parser's TOO_LONG or NO_PARSE)
@@ -188,13 +187,7 @@ class ForestParser(StructPrefPipe):
         """``cfg`` (merged into the settings, checked) and ``grammar``."""
         from ..parsing.grammar import Grammar
 
-        def cfg(saved: dict) -> dict:
-            merged = merged_settings(self.name, self.cfg, saved)
-            self._check_cfg(merged)
-            return merged
-
-        return {"cfg": Part(lambda: self.cfg, cfg, "cfg.json", lambda p: srsly.write_json(p, self.cfg),
-                            lambda p: cfg(srsly.read_json(p))),
+        return {"cfg": self._cfg_part(),
                 "grammar": Part(lambda: self.grammar.to_dict() if self.grammar is not None else None,
                                 lambda saved: Grammar.from_dict(saved) if saved is not None else None)}
 

@@ -24,7 +24,6 @@ Nothing compiled is imported here: the classifier loads on use.
 from typing import Callable, Dict, Iterable, List, Optional
 
 import numpy as np
-import srsly
 from spacy.language import Language
 from spacy.training import Example, validate_get_examples
 
@@ -65,6 +64,12 @@ class KernelTextCategorizer(StructPrefPipe):
         if not isinstance(n_threads, int) or n_threads < 1:
             raise StructPrefError(f"{self.name}: n_threads must be an integer of at least 1, got {n_threads!r}")
         return {**cfg, "C_grid": C_grid}
+
+    def _staged_cfg(self, saved: dict) -> dict:
+        """Saved settings: the same keys as these, checked."""
+        if set(saved) != set(self.cfg):
+            raise SavedModelError(f"{self.name}: the saved settings {sorted(saved)} are not {sorted(self.cfg)}")
+        return self._checked_cfg(saved)
 
     def _new_classifier(self, cfg: dict):
         from ..classification.classifier import KernelClassifier
@@ -168,12 +173,6 @@ class KernelTextCategorizer(StructPrefPipe):
         SVMs, none before training): a save with a model loads into the
         classifier its cfg describes, one without leaves the component
         untrained."""
-        def cfg(saved: dict) -> dict:
-            if set(saved) != set(self.cfg):
-                raise SavedModelError(f"{self.name}: the saved settings {sorted(saved)} are not "
-                                      f"{sorted(self.cfg)}")
-            return self._checked_cfg(saved)
-
         def write_model(path) -> None:
             if self.classifier.is_trained:
                 path.mkdir()
@@ -182,8 +181,7 @@ class KernelTextCategorizer(StructPrefPipe):
         def read_model(path) -> Optional[Callable]:
             return (lambda classifier: classifier.from_disk(path)) if path.is_dir() else None
 
-        return {"cfg": Part(lambda: self.cfg, cfg, "cfg.json", lambda p: srsly.write_json(p, self.cfg),
-                            lambda p: cfg(srsly.read_json(p))),
+        return {"cfg": self._cfg_part(),
                 "model": Part(lambda: self.classifier.to_bytes() if self.classifier.is_trained else None,
                               lambda data: None if data is None else lambda classifier: classifier.from_bytes(data),
                               "model", write_model, read_model)}

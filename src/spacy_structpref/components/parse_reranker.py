@@ -32,14 +32,12 @@ Nothing compiled is imported here: the learner modules load on use.
 import warnings
 from typing import Callable, Dict, Iterable, Optional
 
-import srsly
 from spacy.language import Language
-from spacy.tokens import Doc
 from spacy.training import Example, validate_get_examples
 from spacy.util import ensure_path
 
 from ..errors import StructPrefError
-from ..saving import Part, merged_settings
+from ..saving import Part
 from .base import LearnerPipe, check_spans_key, preceding_pipe
 
 
@@ -210,17 +208,11 @@ class ParseReranker(LearnerPipe):
     def _parts(self) -> Dict[str, Part]:
         """``cfg`` (merged into the settings, checked) and ``learner`` (none
         before training), loaded into the learner, which loads all or nothing."""
-        def cfg(saved: dict) -> dict:
-            merged = merged_settings(self.name, self.cfg, saved)
-            self._check_cfg(merged)
-            return merged
-
         def write_learner(path) -> None:
             if self._ready:
                 self.learner.to_disk(path)
 
-        return {"cfg": Part(lambda: self.cfg, cfg, "cfg.json", lambda p: srsly.write_json(p, self.cfg),
-                            lambda p: cfg(srsly.read_json(p))),
+        return {"cfg": self._cfg_part(),
                 "learner": Part(lambda: self.learner.to_bytes() if self._ready else None,
                                 lambda data: None if data is None else self.learner.from_bytes(data),
                                 "learner", write_learner, self.learner.from_disk)}
