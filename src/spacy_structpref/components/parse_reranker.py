@@ -101,6 +101,7 @@ class ParseReranker(LearnerPipe):
         the module docstring) and initialize the learner on them."""
         from ..reranking import jackknife_lists, load_items, save_items
         from ..reranking.scorers import first_k, learner_symbols, takes_forest, training_sets
+
         validate_get_examples(get_examples, f"{type(self).__name__}.initialize")
         if nlp is None:
             raise StructPrefError(f"{self.name}.initialize needs the pipeline (nlp=...) to find its forest_parser")
