@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from spacy.training import Example
 
-import spacy_structpref.components.forest_parser  # noqa: F401  (registers the factory)
+import spacy_structpref.components.factories  # noqa: F401  (registers the factories)
 import spacy_structpref.parsing.grammar as grammar_module
 from spacy_structpref.corpora import ptb_trees
 from spacy_structpref.errors import StructPrefError
