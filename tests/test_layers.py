@@ -28,8 +28,13 @@ RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 SRC = Path(spacy_structpref.__file__).resolve().parents[1]
 
 
+# A named tuple's public API is spelled with a leading underscore.
+NAMEDTUPLE_API = {"_replace", "_asdict", "_fields", "_make", "_field_defaults"}
+
+
 def is_private(name: str) -> bool:
-    return name.startswith("_") and not (name.startswith("__") and name.endswith("__")) and name != "_"
+    return (name.startswith("_") and not (name.startswith("__") and name.endswith("__")) and name != "_"
+            and name not in NAMEDTUPLE_API)
 
 
 def find_modules(root: Path) -> Dict[str, Tuple[Optional[Path], bool]]:
