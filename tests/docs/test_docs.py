@@ -19,7 +19,8 @@ README = ROOT / "README.md"
 DOCS = ROOT / "docs"
 PAGES = [README, *sorted(DOCS.glob("*.md"))]
 FENCE = re.compile(r"^```([\w-]*)[ \t]*\n(.*?)^```[ \t]*$", re.S | re.M)
-LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)\s]*)?\)")
+LINK = re.compile(r"\]\(([^)#\s]*)(?:#([^)\s]*))?\)")
+HEADING = re.compile(r"^#+[ \t]+(.+?)[ \t]*$", re.M)
 README_MAX_BYTES = 15_000
 # pages of figures and commands, with nothing to run in Python
 WITHOUT_EXAMPLES = {"development.md", "results.md", "scaling.md", "workflows.md"}
@@ -54,16 +55,28 @@ def test_every_page_has_runnable_examples():
     assert not bare, f"pages without a python example: {bare}"
 
 
+def anchors(page: Path) -> set:
+    """The anchors GitHub gives a page's headings: lower case, punctuation
+    dropped, spaces as hyphens."""
+    text = FENCE.sub("", page.read_text(encoding="utf8"))
+    return {re.sub(r"[^\w\- ]", "", title.lower()).replace(" ", "-") for title in HEADING.findall(text)}
+
+
 @pytest.mark.parametrize("page", PAGES, ids=[page.name for page in PAGES])
 def test_relative_links_resolve(page):
-    text = page.read_text(encoding="utf8")
-    targets = [t for t in LINK.findall(text) if "://" not in t and not t.startswith("mailto:")]
-    missing = [t for t in targets if not (page.parent / t).exists()]
-    assert not missing, f"{page.name} links to missing files: {missing}"
+    text = FENCE.sub("", page.read_text(encoding="utf8"))
+    broken = []
+    for target, anchor in LINK.findall(text):
+        if "://" in target or target.startswith("mailto:"):
+            continue
+        path = page.parent / target if target else page
+        if not path.exists() or (anchor and path.suffix == ".md" and anchor not in anchors(path)):
+            broken.append(f"{target}#{anchor}" if anchor else target)
+    assert not broken, f"{page.name} links to missing files or headings: {broken}"
 
 
 def test_every_docs_page_is_linked_from_the_readme():
-    linked = {(README.parent / t).resolve() for t in LINK.findall(README.read_text(encoding="utf8"))}
+    linked = {(README.parent / t).resolve() for t, _ in LINK.findall(README.read_text(encoding="utf8")) if t}
     unlinked = [page.name for page in PAGES[1:] if page.resolve() not in linked]
     assert not unlinked, f"docs pages the README does not link to: {unlinked}"
 
