@@ -19,9 +19,7 @@ from nltk.tree import Tree
 from spacy.training import Example
 from thinc.api import Adam
 
-import spacy_structpref.components.distro_tagger  # noqa: F401
-import spacy_structpref.components.distro_textcat  # noqa: F401
-import spacy_structpref.components.forest_parser  # noqa: F401
+import spacy_structpref.components.factories  # noqa: F401  (registers the factories)
 from spacy_structpref.errors import GrammarError, SavedModelError, StructPrefError, TaggerError
 from spacy_structpref.kernels import tree_kernel
 from spacy_structpref.learners import (KernelPerceptron, LinearKernel, RecursiveNetLearner, Schedule,

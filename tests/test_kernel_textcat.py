@@ -15,11 +15,11 @@ from spacy.training import Example
 
 from spacy_structpref.classification.classifier import KernelClassifier
 from spacy_structpref.classification.kernels import (BowDocKernel, ForestDocKernel, SumDocKernel, TreeDocKernel,
-                                                     forest_block, named_kernel)
+                                                     named_kernel)
 from spacy_structpref.classification.svm import fit_one_vs_rest, fit_tuned, tune_C
 from spacy_structpref.corpora import ptb_trees, qc_questions
 from spacy_structpref.errors import SavedModelError, StructPrefError
-from spacy_structpref.kernels import PreparedForest, forest_gram
+from spacy_structpref.kernels import PreparedForest, forest_block, forest_gram
 from spacy_structpref.trees import SymbolTable, TreeSetDAG
 
 from test_kernels_forest import expected_tree_kernel, forests

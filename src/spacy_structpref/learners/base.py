@@ -7,16 +7,13 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence as SequenceABC
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import (Any, Callable, Dict, Hashable, Iterable, Iterator, List, Optional, Protocol, Sequence,
                     Tuple, runtime_checkable)
 
 import numpy as np
-import srsly
-from spacy import util
 
 from ..errors import StructPrefError
-from ..saving import atomic_directory, check_saved, load_errors
+from ..saving import Part, SavedParts
 
 LOSSES = ("setwise", "pairwise")
 
@@ -196,7 +193,7 @@ class Learner(ABC):
         self.from_bytes(snapshot)
 
 
-class PreferenceLearner(Learner):
+class PreferenceLearner(SavedParts, Learner):
     """A learner of utilities over preference sets, which saves itself part
     by part; its training log is ``log`` (see :func:`.training.fit`)."""
 
@@ -213,48 +210,28 @@ class PreferenceLearner(Learner):
         """Index of the highest-utility candidate of each set (None: empty set)."""
         return [int(np.argmax(u)) if len(u) else None for u in map(self.utilities, sets)]
 
-    # -- saving ---------------------------------------------------------------
+    # -- saving (spaCy's idiom, see saving.SavedParts) ---------------------------
+    @property
+    def saved_as(self) -> str:
+        return type(self).__name__
+
     @abstractmethod
     def _parts(self) -> Parts:
-        """The parts of the learner's state, in loading order. A part's
-        setter checks what it reads and replaces attributes, never changes
-        their objects in place: loading runs the setters on a shallow copy of
-        the learner (see :meth:`_load`)."""
+        """The parts of the learner's state, in loading order, each saved as
+        ``NAME.msgpack``. A part's setter checks what it reads and replaces
+        attributes, never changes their objects in place: loading runs the
+        setters on a shallow copy of the learner (see :meth:`_load`)."""
 
-    def to_bytes(self, *, exclude: Iterable[str] = tuple()) -> bytes:
-        """The parts not in ``exclude``, as one msgpack message (training is finished first)."""
+    def _before_saving(self) -> None:
         self.finish_training()
-        return util.to_bytes({name: get for name, (get, _) in self._parts().items()}, exclude)
 
-    def _load(self, load: Callable[[Dict[str, Callable[[Any], None]]], None]) -> "PreferenceLearner":
-        """``load(setters)`` into a shallow copy of the learner, adopted once
+    def _load(self, load: Callable[[Dict[str, Part]], None]) -> None:
+        """``load(parts)`` into a shallow copy of the learner, adopted once
         every part has loaded: a refused save (a later part, say) leaves the
         learner as it was."""
         staged = copy.copy(self)
-        load({name: put for name, (_, put) in staged._parts().items()})
+        load({name: Part(*part) for name, part in staged._parts().items()})
         vars(self).update(vars(staged))
-        return self
-
-    def from_bytes(self, bytes_data: bytes, *, exclude: Iterable[str] = tuple()) -> "PreferenceLearner":
-        """Load what ``to_bytes`` saved (parts it left out keep their state)."""
-        with load_errors(type(self).__name__):
-            return self._load(lambda setters: util.from_bytes(bytes_data, setters, exclude))
-
-    def to_disk(self, path, *, exclude: Iterable[str] = tuple()) -> None:
-        """Save atomically, one msgpack file per part, with a marker naming the
-        learner class (training is finished first)."""
-        self.finish_training()
-        writers = {f"{name}.msgpack": lambda p, get=get: srsly.write_msgpack(p, get())
-                   for name, (get, _) in self._parts().items()}
-        with atomic_directory(path, type(self).__name__) as tmp:
-            util.to_disk(tmp, writers, exclude)
-
-    def from_disk(self, path, *, exclude: Iterable[str] = tuple()) -> "PreferenceLearner":
-        """Load what ``to_disk`` saved (parts it left out keep their state)."""
-        path = check_saved(path, type(self).__name__)
-        with load_errors(f"{type(self).__name__} from {path}"):
-            return self._load(lambda setters: util.from_disk(
-                path, {f"{name}.msgpack": _reader(put) for name, put in setters.items()}, exclude))
 
 
 def check_no_keys(learner: Learner, keys) -> None:
@@ -270,11 +247,3 @@ def params_of_all(learners: Iterable[Learner], params: Dict) -> ExitStack:
     for learner in learners:
         stack.enter_context(learner.use_params(params))
     return stack
-
-
-def _reader(put: Callable[[Any], None]) -> Callable[[Path], None]:
-    def read(path: Path) -> None:
-        if path.exists():  # a part saved with ``exclude`` is missing: kept as it is, as in from_bytes
-            put(srsly.read_msgpack(path))
-
-    return read
