@@ -14,7 +14,7 @@ from spacy.util import registry
 from thinc.api import Adam, Config, ConfigValidationError
 
 from spacy_structpref.errors import StructPrefError
-from spacy_structpref.incremental.tables import learner_from_config
+from spacy_structpref.experiments.attachment_tables import learner_from_config
 from spacy_structpref.learners import (EnsembleLearner, KernelPerceptron, Learner, LinearKernel, RecursiveNetLearner,
                                        Schedule, SpecialisedLearner, TrainingLog, fit)
 
