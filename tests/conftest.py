@@ -1,9 +1,8 @@
 import os
-from pathlib import Path
 
 import pytest
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
+from tests.helpers.paths import SHARED
 
 
 def pytest_configure(config):

@@ -12,7 +12,7 @@ from spacy_structpref.corpora import corpus_docs
 from spacy_structpref.corpora.labels import variant_bases
 from spacy_structpref.errors import StructPrefError
 
-from paths import CONFIGS
+from tests.helpers.paths import CONFIGS
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ from spacy_structpref.cli.learning_curve import (TokenProgress, _run_all, job_or
                                                  table, write_subsets)
 from spacy_structpref.errors import StructPrefError
 
-from paths import CONFIGS
+from tests.helpers.paths import CONFIGS
 
 
 @pytest.fixture(scope="module")

@@ -20,9 +20,9 @@ from spacy_structpref.scoring import evalb
 from spacy_structpref.trees.brackets import parse_bracketed
 from spacy_structpref.trees.draw import tree_to_svg
 
-from test_trees_draw import LONG
+from tests.helpers.paths import ROOT
+from tests.trees.test_draw import LONG
 
-ROOT = Path(__file__).resolve().parents[1]
 GOLD = ["(TOP (S (NP (DT The) (NN cat)) (VP (VBZ sits) (PP (IN on) (NP (DT the) (NN mat))))))",
         "(TOP (S (NP (PRP It)) (VP (VBD rained))))"]
 TEST = ["(TOP (S (NP (DT The) (NN cat)) (VP (VBZ sits)) (PP (IN on) (NP (DT the) (NN mat)))))",

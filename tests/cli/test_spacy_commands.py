@@ -18,7 +18,7 @@ from spacy_structpref.cli.score_names import SCORE_NAMES
 from spacy_structpref.cli.spacy_commands import score_rows
 from spacy_structpref.corpora import corpus_docs
 
-from paths import CONFIGS, SHIPPED_CONFIGS
+from tests.helpers.paths import CONFIGS, SHIPPED_CONFIGS
 
 PARSERS = ("forest_parser", "parse_reranker", "attachment_predictor")
 

@@ -1,7 +1,6 @@
 """The spaCy component ``attachment_predictor``: a strongly
 incremental parser from the first-pass attachment learners, trained and
 saved the spaCy way. The learners are trained on a small train slice."""
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,8 +18,9 @@ from spacy_structpref.errors import StructPrefError
 from spacy_structpref.incremental import (candidate_dag, candidate_edits, extend, fallback_edit,
                                           foot_class)
 from spacy_structpref.trees import doc_to_tree, parse_bracketed, to_bracketed, tree_to_doc
+from tests.helpers.paths import CONFIGS
 
-CONFIG = Path(__file__).resolve().parent.parent / "configs" / "attachment_predictor.cfg"
+CONFIG = CONFIGS / "attachment_predictor.cfg"
 UNSEEN = "(TOP (S (NP (DT The) (ZZZ blorp)) (VP (VBD left)) (. .)))"
 
 

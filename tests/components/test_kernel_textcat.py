@@ -22,8 +22,8 @@ from spacy_structpref.errors import SavedModelError, StructPrefError
 from spacy_structpref.kernels import PreparedForest, forest_gram
 from spacy_structpref.trees import SymbolTable, TreeSetDAG
 
-from test_kernels_forest import expected_tree_kernel, forests
-from test_parser_kernel_identity import collins_duffy, posterior_trees
+from tests.kernels.test_forests import expected_tree_kernel, forests
+from tests.parsing.test_forest_kernel_identity import collins_duffy, posterior_trees
 
 LAM = 0.4
 

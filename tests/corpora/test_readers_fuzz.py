@@ -18,7 +18,7 @@ from spacy_structpref.parsing.grammar import estimate_grammar
 from spacy_structpref.scoring.parseval import (COLLINS, EvalbParams, evalb, evalb_lines, sentence_stats)
 from spacy_structpref.trees import normalize_tree, to_bracketed
 
-from strategies import trees
+from tests.helpers.strategies import trees
 
 pytestmark = pytest.mark.fuzz
 

@@ -1,5 +1,8 @@
-"""Paths the tests share: the checkout's shipped configs."""
+"""Paths the tests share: the checkout, its shipped configs, and the shared
+data folder beside the checkout (corpora, the original EVALB, benches)."""
 from pathlib import Path
 
-CONFIGS = Path(__file__).resolve().parent.parent / "configs"
+ROOT = Path(__file__).resolve().parents[2]
+CONFIGS = ROOT / "configs"
 SHIPPED_CONFIGS = sorted(p.name for p in CONFIGS.glob("*.cfg"))
+SHARED = ROOT.parent / "shared"

@@ -12,7 +12,7 @@ from spacy_structpref.incremental import (ATTACH, FOOT_CLASSES, LIFT, OTHERS, CP
                                           extend, foot_class, incremental_trees, preference_sets)
 from spacy_structpref.trees import SymbolTable, TreeSetDAG
 
-from strategies import trees
+from tests.helpers.strategies import trees
 
 SENT = "(TOP (S (NP (PRP I)) (VP (VBD saw) (NP (DT the) (NN dog))) (. .)))"
 

@@ -22,7 +22,7 @@ from spacy_structpref.trees import TreeSetDAG
 from spacy_structpref.trees._dag import dag_occurrences
 from spacy_structpref.trees.arrays import INT
 
-from strategies import trees
+from tests.helpers.strategies import trees
 
 
 def column_sums(a: TreeSetDAG, weights, b: TreeSetDAG, lam: float, sigma: float, normalize: bool):

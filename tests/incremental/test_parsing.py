@@ -18,7 +18,7 @@ from spacy_structpref.incremental import (ATTACH, LIFT, CPInventory, CPType, can
 from spacy_structpref.incremental.parsing import IncrementalParser, fallback_edit
 from spacy_structpref.trees import SymbolTable, TreeSetDAG
 
-from strategies import trees
+from tests.helpers.strategies import trees
 
 SENT = "(TOP (S (NP (PRP I)) (VP (VBD saw) (NP (DT the) (NN dog))) (. .)))"
 

@@ -17,7 +17,7 @@ from spacy_structpref.incremental.pictures import (AttachmentModel, alternatives
 from spacy_structpref.incremental.tables import parse_sizes, parse_tables
 from spacy_structpref.learners import pairwise_error
 
-from paths import CONFIGS
+from tests.helpers.paths import CONFIGS
 
 LEARNERS = CONFIGS / "learners"
 runner = CliRunner()

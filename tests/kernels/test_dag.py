@@ -11,7 +11,7 @@ from spacy_structpref.kernels import (TreeBatch, dag_kernel_block, dag_nbytes, d
                                       dag_weighted_sums, gram)
 from spacy_structpref.trees import SymbolTable, TreeSetDAG, trees_to_arrays
 
-from strategies import trees
+from tests.helpers.strategies import trees
 
 
 @st.composite

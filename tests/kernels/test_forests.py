@@ -12,7 +12,7 @@ from spacy_structpref.errors import StructPrefError
 from spacy_structpref.kernels import PreparedForest, composite_kernel, forest_kernel, gram, tree_kernel
 from spacy_structpref.trees import Forest, ForestBuilder, SymbolTable, TreeArrays, trees_to_arrays
 
-from strategies import trees
+from tests.helpers.strategies import trees
 
 WORDS = ["a", "b"]
 

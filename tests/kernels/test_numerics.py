@@ -21,7 +21,7 @@ from spacy_structpref.trees import (SymbolTable, TreeSetDAG, doc_to_tree, normal
                                     restore_words, to_bracketed, tree_to_doc)
 from spacy_structpref.trees.convert import to_forest
 
-from strategies import trees
+from tests.helpers.strategies import trees
 
 DEPTH = 5000
 

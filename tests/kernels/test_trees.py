@@ -16,11 +16,12 @@ from spacy_structpref.kernels import TreeBatch, composite_gram, composite_kernel
 from spacy_structpref.trees import (SymbolTable, TreeArrays, parse_bracketed, to_bracketed, tree_to_doc,
                                     trees_to_arrays)
 
-from strategies import trees
+from tests.helpers.paths import SHARED
+from tests.helpers.strategies import trees
 
 # the reference kernel and tree dump (README: Development); default: ../shared/bench beside the checkout
-BENCH = Path(os.environ.get("STRUCTPREF_BENCH") or Path(__file__).resolve().parents[2] / "shared" / "bench")
-NLTK_DATA = Path(__file__).resolve().parents[2] / "shared" / "nltk_data"
+BENCH = Path(os.environ.get("STRUCTPREF_BENCH") or SHARED / "bench")
+NLTK_DATA = SHARED / "nltk_data"
 
 
 def _ref():

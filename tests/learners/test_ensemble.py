@@ -14,7 +14,7 @@ from spacy_structpref.learners import (EnsembleLearner, KernelPerceptron, Recurs
                                        TreeKernel)
 from spacy_structpref.trees import SymbolTable
 
-from attachment_data import candidates_and_gold
+from tests.helpers.attachment_data import candidates_and_gold
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ from spacy_structpref.learners import (KernelPerceptron, LinearKernel, Recursive
                                        SpecialisedLearner, TreeKernel, gold_rank, loss_at_r)
 from spacy_structpref.trees import SymbolTable
 
-from attachment_data import candidates_and_gold
+from tests.helpers.attachment_data import candidates_and_gold
 
 
 def primal_perceptron(sets, gold, loss, epochs, seed, w=None, w_sum=None, T=0):

@@ -18,8 +18,8 @@ from spacy_structpref.models.recursive import (UNKNOWN, WORD, WORD_KEY, Recursiv
                                                concat_label_dags, label_vocab)
 from spacy_structpref.trees import SymbolTable
 
-from attachment_data import candidates_and_gold
-from strategies import trees
+from tests.helpers.attachment_data import candidates_and_gold
+from tests.helpers.strategies import trees
 
 
 def network(vocab, width=4, max_children=3, scale=0.5, seed=0, dtype="f"):

@@ -18,7 +18,7 @@ from spacy_structpref.parsing.grammar import base_label, estimate_grammar
 from spacy_structpref.parsing.parser import KBest, Parser, kbest
 from spacy_structpref.trees.brackets import to_bracketed
 
-from forest_reference import reference_scores
+from tests.helpers.forest_reference import reference_scores
 
 SENTENCES = [
     "The company said .",

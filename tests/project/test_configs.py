@@ -8,7 +8,7 @@ from spacy import util
 from spacy.schemas import ConfigSchemaTraining
 from spacy.util import load_config, registry
 
-from paths import CONFIGS, SHIPPED_CONFIGS
+from tests.helpers.paths import CONFIGS, SHIPPED_CONFIGS
 
 
 @pytest.mark.parametrize("name", SHIPPED_CONFIGS)

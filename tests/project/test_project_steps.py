@@ -6,7 +6,6 @@ import re
 import shlex
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import srsly
@@ -15,8 +14,7 @@ from spacy.tokens import Doc, DocBin
 from spacy_structpref.cli.project_steps import (NEW_RUN_GAP, duration, key_figure, record, run_timed,
                                                 step_figure, summary)
 from spacy_structpref.errors import StructPrefError
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.helpers.paths import ROOT
 
 
 def test_duration():

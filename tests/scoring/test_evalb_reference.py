@@ -8,14 +8,14 @@ reference to be exactly our :meth:`ParsevalResult.report` with our error
 messages inserted, each whole and in order: every per-sentence line, the
 totals, both summary blocks (error and skip counts included) and every error
 line must match character for character."""
-from pathlib import Path
 
 import pytest
 
 from spacy_structpref.scoring.parseval import evalb, evalb_files, read_lines
 from spacy_structpref.trees import parse_bracketed
+from tests.helpers.paths import SHARED
 
-EVALB_DIR = Path(__file__).resolve().parents[2] / "shared" / "evalb"
+EVALB_DIR = SHARED / "evalb"
 pytestmark = pytest.mark.skipif(not EVALB_DIR.is_dir(), reason=f"no EVALB reference outputs at {EVALB_DIR} "
                                 "(../shared/evalb beside the checkout)")
 

@@ -31,7 +31,7 @@ from spacy_structpref.saving import MARKER
 from spacy_structpref.trees import Forest, SymbolTable, TreeArrays, parse_bracketed, tree_to_doc
 from spacy_structpref.trees.arrays import FlatTrees
 
-from strategies import trees
+from tests.helpers.strategies import trees
 
 TREES = ["(TOP (S (NP (DT The) (NN dog)) (VP (VBZ barks)) (. .)))",
          "(TOP (S (NP (DT A) (NN cat)) (VP (VBZ sleeps) (PP (IN on) (NP (DT the) (NN mat)))) (. .)))"]

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from spacy_structpref.errors import StructPrefError
 from spacy_structpref.trees import Forest, ForestBuilder, SymbolTable, TreeArrays, parse_bracketed
 
-from strategies import trees
+from tests.helpers.strategies import trees
 
 
 def test_tree_arrays_layout():

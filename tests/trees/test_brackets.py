@@ -12,7 +12,7 @@ from spacy_structpref.trees import (SymbolTable, escape_word, normalize_tree, pa
 from spacy_structpref.trees.brackets import escape_label
 from spacy_structpref.trees.brackets import _tokenize, bracketed_to_arrays
 
-from strategies import trees
+from tests.helpers.strategies import trees
 
 
 def test_parse_simple():

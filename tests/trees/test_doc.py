@@ -6,7 +6,7 @@ from spacy_structpref.corpora import ptb_trees
 from spacy_structpref.errors import StructPrefError, TreeDocMismatch
 from spacy_structpref.trees import SPANS_KEY, doc_to_tree, parse_bracketed, set_tree, tree_to_doc
 
-from strategies import trees
+from tests.helpers.strategies import trees
 
 UNARY = "(TOP (S (NP (NP (NN dogs))) (VP (VBP bark) (ADVP (RB loudly)))))"
 

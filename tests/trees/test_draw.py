@@ -9,7 +9,7 @@ from nltk.tree import Tree
 from spacy_structpref.trees.brackets import parse_bracketed
 from spacy_structpref.trees.draw import FONT, GAP, MARGIN, layout, leaf_widths, text_width, tree_to_svg
 
-from strategies import trees
+from tests.helpers.strategies import trees
 
 # a 33-word sentence: the PTB sample's test split, sentence 55
 LONG = ("(TOP (S (NP (NNP Nixon)) (VP (VP (VBD concluded) (NP (NP (CD five) (NNS days)) (PP (IN of) (NP (NP (JJ "

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 
 from spacy_structpref.errors import StructPrefError
 
-from forest_reference import random_forests, reference_scores
+from tests.helpers.forest_reference import random_forests, reference_scores
 
 
 def assert_log_close(got, ref):
