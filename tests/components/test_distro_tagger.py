@@ -171,3 +171,10 @@ def test_missing_tags_and_errors():
         spacy.blank("en").add_pipe("distro_tagger", config={"nuclear_lambda": -1.0})
     with pytest.raises(TypeError):  # spaCy's own check of the callback
         spacy.blank("en").add_pipe("distro_tagger").initialize(lambda: [])
+
+
+def test_distro_tagger_before_initialize_says_so():
+    nlp = spacy.blank("en")
+    nlp.add_pipe("distro_tagger")
+    with pytest.raises(TaggerError, match="not initialized: call nlp.initialize"):
+        nlp("The dog barks")

@@ -7,7 +7,9 @@ from nltk.tree import Tree
 from spacy_structpref.errors import StructPrefError
 from spacy_structpref.parsing.grammar import (Annotation, Grammar, annotate, base_label, estimate_grammar,
                                               is_intermediate, word_signature)
-from spacy_structpref.trees.brackets import parse_bracketed
+from spacy_structpref.trees.brackets import parse_bracketed, to_bracketed
+
+from tests.helpers.deep_trees import DEPTH, chain
 
 PLAIN = Annotation(horizontal_markov=-1, vertical_markov=1, tag_parent=False, split_unary_tags=False,
                    split_in=False, split_percent=False)
@@ -96,3 +98,15 @@ def test_round_trip_and_errors():
         estimate_grammar([Tree("S", [Tree("NN", ["x"])])])
     with pytest.raises(StructPrefError, match="zero trees"):
         estimate_grammar([])
+
+
+def test_grammar_of_a_deep_tree():
+    """annotate and estimate_grammar walk a tree deeper than the recursion
+    limit (a recursive estimate_grammar fails from depth ~990)."""
+    deep = chain(DEPTH)
+    assert to_bracketed(annotate(deep, Annotation())) == (
+        "(TOP (X^TOP " + "(X^X " * (DEPTH - 1) + "(NN^X^U w)" + ")" * (DEPTH + 1))
+    grammar = estimate_grammar([deep])
+    assert [([grammar.states[s] for s in states], p) for states, p in grammar.chains] == [
+        (["TOP", "X^TOP"] + ["X^X"] * (DEPTH - 1) + ["NN^X^U"], 1.0)]
+    assert grammar.tag_word == {"w": {grammar.state_id("NN^X^U"): 1.0}}

@@ -1,8 +1,8 @@
-"""Loading refuses what it cannot trust, and arrays reach the compiled code
-only when every id in them is in range (issue #14): damaged, crafted or
-inconsistent model files give a StructPrefError naming the problem, never a
-crash and never a silent load; components used before they are ready say
-so. Ends with a bounded fuzz of model loading."""
+"""Loading refuses what it cannot trust: damaged, crafted or inconsistent
+model files of the forest parser, the DISTRO tagger and textcat and the
+learners give a StructPrefError naming the problem, never a crash and never a
+silent load, and a refused load leaves the object as it was. Ends with a
+bounded fuzz of model loading."""
 import hashlib
 import json
 import shutil
@@ -15,7 +15,6 @@ import spacy
 import srsly
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from nltk.tree import Tree
 from spacy.training import Example
 from thinc.api import Adam
 
@@ -23,15 +22,11 @@ import spacy_structpref.components.distro_tagger  # noqa: F401
 import spacy_structpref.components.distro_textcat  # noqa: F401
 import spacy_structpref.components.forest_parser  # noqa: F401
 from spacy_structpref.errors import GrammarError, SavedModelError, StructPrefError, TaggerError
-from spacy_structpref.kernels import tree_kernel
 from spacy_structpref.learners import (KernelPerceptron, LinearKernel, RecursiveNetLearner,
                                        SpecialisedLearner, TreeKernel)
 from spacy_structpref.parsing.grammar import Grammar
 from spacy_structpref.saving import MARKER
-from spacy_structpref.trees import Forest, SymbolTable, TreeArrays, parse_bracketed, tree_to_doc
-from spacy_structpref.trees.arrays import FlatTrees
-
-from tests.helpers.strategies import trees
+from spacy_structpref.trees import parse_bracketed, tree_to_doc
 
 TREES = ["(TOP (S (NP (DT The) (NN dog)) (VP (VBZ barks)) (. .)))",
          "(TOP (S (NP (DT A) (NN cat)) (VP (VBZ sleeps) (PP (IN on) (NP (DT the) (NN mat)))) (. .)))"]
@@ -114,7 +109,7 @@ def test_everything_saved_loads(saved):
         load(name, saved[name])
 
 
-# -- 1. ids out of range never reach the compiled code ------------------------------------------
+# -- grammars with ids out of range or inconsistent tables ----------------------------------------
 @pytest.mark.parametrize("column, offset", [(0, 1000), (1, 1000), (2, 1), (0, 0)])
 def test_grammar_rule_past_the_states_is_refused(copy, column, offset):
     path = copy("forest_parser")
@@ -172,110 +167,7 @@ def test_any_grammar_id_out_of_range_is_a_grammar_error(saved, data):
         Grammar.from_dict(g)
 
 
-def _arrays(text: str, symbols: SymbolTable) -> TreeArrays:
-    return TreeArrays.from_tree(Tree.fromstring(text), symbols)
-
-
-ARRAY_FIELDS = ("label", "prod", "start", "end", "child_start", "children")
-
-
-def _rebuilt(t: TreeArrays, **changes) -> TreeArrays:
-    fields = {name: getattr(t, name).copy() for name in ARRAY_FIELDS}
-    fields.update(changes)
-    return TreeArrays(**fields, n_words=t.n_words, symbols=t.symbols)
-
-
-@pytest.mark.parametrize("field, index, value, match", [
-    ("prod", 0, 10**6, "'prod'.*is not a production id"),
-    ("prod", 0, -1, "'prod'.*is not a production id"),
-    ("label", 1, 999, "'label'.*is not a label id"),
-    ("children", 0, -99, "'children'.*refers to a word outside"),
-    ("children", 2, 5, "'children'.*refers to a node not numbered below its parent"),
-    ("end", 0, 9, "'end'.*lies past"),
-    ("child_start", 1, 7, "'child offsets' must rise"),
-])
-def test_hand_built_tree_arrays_with_bad_ids_are_refused(field, index, value, match):
-    t = _arrays("(S (NP (DT a) (NN b)) (VP (VB c)))", SymbolTable())
-    arr = getattr(t, field).copy()
-    arr[index] = value
-    with pytest.raises(StructPrefError, match=match):
-        _rebuilt(t, **{field: arr})
-
-
-@pytest.mark.parametrize("index, value, match", [
-    (5, 1, "not the child of exactly one node"),  # S's children NP, NP -> the first NP twice
-    (2, -1, "not exactly one leaf per word"),  # the second DT's word -> the first word
-])
-def test_tree_arrays_that_are_not_a_tree_are_refused(index, value, match):
-    t = _arrays("(S (NP (DT a)) (NP (DT b)))", SymbolTable())
-    children = t.children.copy()
-    children[index] = value
-    with pytest.raises(StructPrefError, match=match):
-        _rebuilt(t, children=children)
-
-
-def test_a_node_with_other_children_than_its_production_is_refused():
-    symbols = SymbolTable()
-    small, big = _arrays("(NP (DT a))", symbols), _arrays("(NP (DT a) (NN b))", symbols)
-    # big's root relabelled with small's root production: one node child too many
-    prod = big.prod.copy()
-    prod[-1] = small.prod[-1]
-    with pytest.raises(StructPrefError, match="does not have its production's children"):
-        _rebuilt(big, prod=prod)
-
-
-@pytest.mark.fuzz
-@settings(max_examples=300, deadline=None)
-@given(trees(), st.sampled_from(ARRAY_FIELDS), st.integers(0, 50), st.integers(-60, 60))
-def test_corrupted_tree_arrays_are_refused_or_still_a_tree(tree, field, index, value):
-    """Any one id changed: a StructPrefError, or arrays that are still a
-    consistent tree (the kernels then agree with its rebuilt nltk tree)."""
-    symbols = SymbolTable()
-    t = TreeArrays.from_tree(tree, symbols)
-    arr = getattr(t, field).copy()
-    arr[index % len(arr)] = value
-    try:
-        changed = _rebuilt(t, **{field: arr})
-    except StructPrefError:
-        return
-    again = TreeArrays.from_tree(changed.to_tree(), symbols)
-    assert tree_kernel(changed, changed, symbols=symbols) == tree_kernel(again, again, symbols=symbols)
-
-
-def test_flat_trees_with_bad_ids_are_refused():
-    symbols = SymbolTable()
-    ok = FlatTrees.from_trees([_arrays("(NP (DT a))", symbols), _arrays("(VP (VB b))", symbols)], symbols)
-    args = [ok.node_off, ok.label, ok.prod, ok.start, ok.end, ok.child_off, ok.children, ok.n_words, symbols]
-    FlatTrees(*args)
-    prod = ok.prod.copy()
-    prod[-1] = 77
-    with pytest.raises(StructPrefError, match="FlatTrees array 'prod'"):
-        FlatTrees(*args[:2], prod, *args[3:])
-    with pytest.raises(StructPrefError, match="FlatTrees array 'node_off'"):
-        FlatTrees(np.array([0, 1, 9]), *args[1:])
-
-
-@pytest.mark.parametrize("change, match", [
-    (lambda f: dict(rule=[10**5, 0]), "'rule'.*is not a production id"),
-    (lambda f: dict(label=[0, 50]), "'label'.*is not a label id"),
-    (lambda f: dict(end=[1, 3]), "'end'.*lies past"),
-    (lambda f: dict(tails=[-1, -1]), "'tails'.*is a node where its rule has a word"),
-    (lambda f: dict(label=f.label[::-1]), "'rule'.*another label than its head"),
-    (lambda f: dict(tail_start=[0, 1, 1], tails=[-1]), "'tail_start'|no tails"),
-    (lambda f: dict(prob=[1.0, np.nan]), "finite and non-negative"),
-])
-def test_hand_built_forests_with_bad_ids_are_refused(change, match):
-    symbols = SymbolTable()
-    forest = Forest.from_tree_arrays(_arrays("(NP (NN a))", symbols))
-    fields = dict(label=forest.label, start=forest.start, end=forest.end, head=forest.head,
-                  tail_start=forest.tail_start, tails=forest.tails, rule=forest.rule, prob=forest.prob)
-    Forest(**fields, root=1, n_words=1, symbols=symbols)
-    fields.update(change(forest))
-    with pytest.raises(StructPrefError, match=match):
-        Forest(**fields, root=1, n_words=1, symbols=symbols)
-
-
-# -- 3. loading trusts nothing -------------------------------------------------------------------
+# -- files that do not match their marker, their kind or each other ------------------------------
 @pytest.mark.parametrize("name, file", [("distro_tagger", "model"), ("rnn", "model.msgpack"),
                                         ("perceptron", "support.msgpack"), ("forest_parser", "grammar.msgpack")])
 def test_a_byte_flipped_file_is_refused(copy, name, file):
@@ -354,7 +246,6 @@ def test_rnn_cfg_and_weights_from_different_saves_are_refused(copy):
         load("rnn", path)
 
 
-
 @pytest.mark.parametrize("exclude", [(), ("cfg",)])
 def test_a_refused_rnn_load_leaves_the_learner_as_it_was(copy, saved, exclude):
     """Weights of other shapes: the cfg they came with was adopted first
@@ -388,17 +279,11 @@ def test_loading_into_the_wrong_kind_of_learner_names_both(saved):
         load("rnn", saved["perceptron"])
 
 
-# -- 4. errors that say what is wrong and how to fix it ------------------------------------------
-def test_distro_tagger_before_initialize_says_so():
-    nlp = spacy.blank("en")
-    nlp.add_pipe("distro_tagger")
-    with pytest.raises(TaggerError, match="not initialized: call nlp.initialize"):
-        nlp("The dog barks")
-
-
+# -- errors that say what is wrong and how to fix it ---------------------------------------------
 def test_bad_tag_id_in_a_grammar_is_not_spacy_e109(copy):
-    """Before: parsing looked up the tag in P(T) and spaCy reported the
-    KeyError as E109 ("forgot to call initialize?")."""
+    """A tag id outside the grammar is refused at load, naming the table,
+    rather than met at parse time as a KeyError that spaCy reports as E109
+    ("forgot to call initialize?")."""
     path = copy("forest_parser")
     edit_msgpack(path / "grammar.msgpack",
                  lambda g: next(iter(g["tag_word"].values())).update({str(len(g["states"]) + 3): 1.0}))
@@ -418,10 +303,9 @@ def test_missing_distro_tagger_cfg(copy, saved, tmp_path):
         load("distro_tagger", tmp_path / "no_cfg")
 
 
-
 def test_a_refused_distro_tagger_load_leaves_it_as_it_was(saved):
-    """spaCy's loading updated the cfg and loaded the model in place, then
-    the labels were checked: a refused save left both behind."""
+    """The labels are checked before the cfg is adopted or the model loaded
+    in place: a refused save leaves both as they were."""
     tagger = load("distro_tagger", saved["distro_tagger"])
     cfg, A = json.loads(json.dumps(tagger.cfg)), tagger.label_matrix
     msg = srsly.msgpack_loads(tagger.to_bytes())
@@ -450,6 +334,7 @@ def test_a_refused_distro_textcat_cfg_is_not_adopted():
     with pytest.raises(TaggerError, match="distinct strings"):
         textcat.from_bytes(srsly.msgpack_dumps({"cfg": srsly.json_dumps({**cfg, "labels": ["A", "A"]})}))
     assert textcat.cfg == cfg
+
 
 def test_perceptron_cfg_without_a_kernel(copy):
     path = copy("perceptron")

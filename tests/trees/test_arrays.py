@@ -4,9 +4,12 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from nltk.tree import Tree
 
 from spacy_structpref.errors import StructPrefError
+from spacy_structpref.kernels import tree_kernel
 from spacy_structpref.trees import Forest, ForestBuilder, SymbolTable, TreeArrays, parse_bracketed
+from spacy_structpref.trees.arrays import FlatTrees
 
 from tests.helpers.strategies import trees
 
@@ -179,3 +182,107 @@ def test_forest_errors():
         Forest([0, 0], [0, 0], [1, 1], [0], [0, 1], [1], [0], [1.0], 1, 1, sym)
     with pytest.raises(StructPrefError, match="at least one node"):
         Forest([], [], [], [], [0], [], [], [], 0, 0, sym)
+
+
+# -- arrays reach the compiled code only when every id in them is in range ----------------------
+def _arrays(text: str, symbols: SymbolTable) -> TreeArrays:
+    return TreeArrays.from_tree(Tree.fromstring(text), symbols)
+
+
+ARRAY_FIELDS = ("label", "prod", "start", "end", "child_start", "children")
+
+
+def _rebuilt(t: TreeArrays, **changes) -> TreeArrays:
+    fields = {name: getattr(t, name).copy() for name in ARRAY_FIELDS}
+    fields.update(changes)
+    return TreeArrays(**fields, n_words=t.n_words, symbols=t.symbols)
+
+
+@pytest.mark.parametrize("field, index, value, match", [
+    ("prod", 0, 10**6, "'prod'.*is not a production id"),
+    ("prod", 0, -1, "'prod'.*is not a production id"),
+    ("label", 1, 999, "'label'.*is not a label id"),
+    ("children", 0, -99, "'children'.*refers to a word outside"),
+    ("children", 2, 5, "'children'.*refers to a node not numbered below its parent"),
+    ("end", 0, 9, "'end'.*lies past"),
+    ("child_start", 1, 7, "'child offsets' must rise"),
+])
+def test_hand_built_tree_arrays_with_bad_ids_are_refused(field, index, value, match):
+    t = _arrays("(S (NP (DT a) (NN b)) (VP (VB c)))", SymbolTable())
+    arr = getattr(t, field).copy()
+    arr[index] = value
+    with pytest.raises(StructPrefError, match=match):
+        _rebuilt(t, **{field: arr})
+
+
+@pytest.mark.parametrize("index, value, match", [
+    (5, 1, "not the child of exactly one node"),  # S's children NP, NP -> the first NP twice
+    (2, -1, "not exactly one leaf per word"),  # the second DT's word -> the first word
+])
+def test_tree_arrays_that_are_not_a_tree_are_refused(index, value, match):
+    t = _arrays("(S (NP (DT a)) (NP (DT b)))", SymbolTable())
+    children = t.children.copy()
+    children[index] = value
+    with pytest.raises(StructPrefError, match=match):
+        _rebuilt(t, children=children)
+
+
+def test_a_node_with_other_children_than_its_production_is_refused():
+    symbols = SymbolTable()
+    small, big = _arrays("(NP (DT a))", symbols), _arrays("(NP (DT a) (NN b))", symbols)
+    # big's root relabelled with small's root production: one node child too many
+    prod = big.prod.copy()
+    prod[-1] = small.prod[-1]
+    with pytest.raises(StructPrefError, match="does not have its production's children"):
+        _rebuilt(big, prod=prod)
+
+
+@pytest.mark.fuzz
+@settings(max_examples=300, deadline=None)
+@given(trees(), st.sampled_from(ARRAY_FIELDS), st.integers(0, 50), st.integers(-60, 60))
+def test_corrupted_tree_arrays_are_refused_or_still_a_tree(tree, field, index, value):
+    """Any one id changed: a StructPrefError, or arrays that are still a
+    consistent tree (the kernels then agree with its rebuilt nltk tree)."""
+    symbols = SymbolTable()
+    t = TreeArrays.from_tree(tree, symbols)
+    arr = getattr(t, field).copy()
+    arr[index % len(arr)] = value
+    try:
+        changed = _rebuilt(t, **{field: arr})
+    except StructPrefError:
+        return
+    again = TreeArrays.from_tree(changed.to_tree(), symbols)
+    assert tree_kernel(changed, changed, symbols=symbols) == tree_kernel(again, again, symbols=symbols)
+
+
+def test_flat_trees_with_bad_ids_are_refused():
+    symbols = SymbolTable()
+    ok = FlatTrees.from_trees([_arrays("(NP (DT a))", symbols), _arrays("(VP (VB b))", symbols)], symbols)
+    args = [ok.node_off, ok.label, ok.prod, ok.start, ok.end, ok.child_off, ok.children, ok.n_words, symbols]
+    FlatTrees(*args)
+    prod = ok.prod.copy()
+    prod[-1] = 77
+    with pytest.raises(StructPrefError, match="FlatTrees array 'prod'"):
+        FlatTrees(*args[:2], prod, *args[3:])
+    with pytest.raises(StructPrefError, match="FlatTrees array 'node_off'"):
+        FlatTrees(np.array([0, 1, 9]), *args[1:])
+
+
+@pytest.mark.parametrize("change, match", [
+    (lambda f: dict(rule=[10**5, 0]), "'rule'.*is not a production id"),
+    (lambda f: dict(label=[0, 50]), "'label'.*is not a label id"),
+    (lambda f: dict(end=[1, 3]), "'end'.*lies past"),
+    (lambda f: dict(tails=[-1, -1]), "'tails'.*is a node where its rule has a word"),
+    (lambda f: dict(label=f.label[::-1]), "'rule'.*another label than its head"),
+    (lambda f: dict(tail_start=[0, 1, 1], tails=[-1]), "'tail_start'|no tails"),
+    (lambda f: dict(prob=[1.0, np.nan]), "finite and non-negative"),
+])
+def test_hand_built_forests_with_bad_ids_are_refused(change, match):
+    symbols = SymbolTable()
+    forest = Forest.from_tree_arrays(_arrays("(NP (NN a))", symbols))
+    fields = dict(label=forest.label, start=forest.start, end=forest.end, head=forest.head,
+                  tail_start=forest.tail_start, tails=forest.tails, rule=forest.rule, prob=forest.prob)
+    Forest(**fields, root=1, n_words=1, symbols=symbols)
+    fields.update(change(forest))
+    with pytest.raises(StructPrefError, match=match):
+        Forest(**fields, root=1, n_words=1, symbols=symbols)
