@@ -15,9 +15,10 @@ from spacy.training import Example
 from spacy_structpref.components.attachment_predictor import gold_tags
 from spacy_structpref.corpora import corpus_docs
 from spacy_structpref.errors import StructPrefError
-from spacy_structpref.incremental import (candidate_dag, candidate_edits, extend, fallback_edit,
+from spacy_structpref.incremental import (OTHERS, candidate_dag, candidate_edits, extend, fallback_edit,
                                           foot_class)
 from spacy_structpref.trees import doc_to_tree, parse_bracketed, to_bracketed, tree_to_doc
+
 from tests.helpers.paths import CONFIGS
 
 CONFIG = CONFIGS / "attachment_predictor.cfg"
@@ -180,7 +181,6 @@ def test_clear_errors(trained):
         pipe.from_bytes(b"\x93not msgpack")
 
 
-
 @pytest.mark.parametrize("saved, match", [
     ({"cfg": {"beam_width": 3}, "inventory": "not json"}, "not a CP inventory"),
     ({"cfg": {"specialise": False}, "learner": b"\x93not msgpack"}, "cannot load KernelPerceptron"),
@@ -232,3 +232,10 @@ def test_spacy_train_with_the_config(tmp_path):
     loaded = spacy.load(tmp_path / "out" / "model-last")
     gold = corpus_docs("ptb", "dev", loaded.vocab, limit=1)[0]
     assert doc_to_tree(loaded(tagged(loaded, gold))).leaves() == [t.text for t in gold]
+
+
+def test_component_saves_its_foot_classes(tmp_path):
+    universal = {"@misc": "spacy_structpref.FootClasses.v1", "tagset": "universal"}
+    spacy.blank("en").add_pipe("attachment_predictor", config={"foot_classes": universal}).to_disk(tmp_path / "p")
+    loaded = spacy.blank("en").add_pipe("attachment_predictor").from_disk(tmp_path / "p")
+    assert loaded.foot_class("NOUN") == "Nouns" and loaded.foot_class("NN") == OTHERS

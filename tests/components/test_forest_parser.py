@@ -10,8 +10,10 @@ from spacy.util import raise_error
 import spacy_structpref.components.forest_parser  # noqa: F401  (registers the factory)
 from spacy_structpref.components.forest_parser import FALLBACK_KEY, ForestParser
 from spacy_structpref.corpora import corpus_docs
-from spacy_structpref.errors import StructPrefError
+from spacy_structpref.errors import GrammarError, GrammarWarning, StructPrefError
 from spacy_structpref.trees import Forest, SymbolTable, doc_to_tree, nbest_trees, to_bracketed
+
+from tests.parsing.test_grammar_bad_trees import GOOD, WORD_UNDER_PHRASE
 
 
 @pytest.fixture(scope="module")
@@ -281,3 +283,12 @@ def test_bad_settings_fail_when_the_pipeline_is_built(setting, value, match):
     with pytest.raises(StructPrefError, match=match):
         pipe.from_bytes(srsly.msgpack_dumps({"cfg": {**pipe.cfg, **config}}))
     assert pipe.cfg == before
+
+
+def test_forest_parser_initializes_from_trees_skipping_bad_ones():
+    pipe = spacy.blank("es").add_pipe("forest_parser")
+    with pytest.raises(GrammarError, match="tree 1"):
+        pipe.initialize_from_trees([GOOD[0], WORD_UNDER_PHRASE])
+    with pytest.warns(GrammarWarning):
+        pipe.initialize_from_trees([GOOD[0], WORD_UNDER_PHRASE, GOOD[1]], skip_bad_trees=True)
+    assert pipe.grammar.skipped_trees == 1
