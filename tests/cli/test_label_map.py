@@ -118,7 +118,8 @@ def test_family_closeness_by_hand():
 
 
 def test_brown_tags_with_dollars_draw(tmp_path):
-    """Brown's PP$$ (two "$") used to start matplotlib's mathtext and fail."""
+    """Brown's PP$$ (two "$") is drawn as text, not taken by matplotlib as
+    the start of mathtext (which fails)."""
     nlp = spacy.blank("en")
     nlp.add_pipe("distro_tagger", config={"model": {"rank": 3}, "w_steps": 1, "a_steps": 1})
     words, tags = ["His", "Times", "is", "hers", "NEWS"], ["PP$", "NN-TL", "BEZ", "PP$$", "NN-HL"]

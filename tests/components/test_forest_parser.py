@@ -217,9 +217,9 @@ def test_serialisation_honours_exclude(trained, tmp_path):
 
 
 def test_long_doc_falls_back_at_once_and_is_counted(trained):
-    """Issue #14 item 3: CKY took minutes and GBs on a 500-token Doc; with the
-    default max_length it gets the flat fallback tree at once, flagged
-    "too long" and counted."""
+    """A 500-token Doc (minutes and GBs of CKY) gets, with the default
+    max_length, the flat fallback tree at once, flagged "too long" and
+    counted."""
     import time
     import tracemalloc
 
@@ -266,10 +266,10 @@ def test_max_length_setting():
     ("max_length", 0, "max_length"), ("k", 0, "k must"), ("k", True, "k must|forest_parser -> k"),
 ])
 def test_bad_settings_fail_when_the_pipeline_is_built(setting, value, match):
-    """Issue #14 item 8: these were accepted, then every parse fell back or
-    failed (smooth=-1: ZeroDivisionError), or a bad beam surfaced only at
-    the first parse. A save with one is refused and leaves the component's
-    cfg as it was (it was once adopted before being checked)."""
+    """Settings that would make every parse fall back or fail (smooth=-1:
+    ZeroDivisionError), or a bad beam, are refused when the pipeline is built,
+    not at the first parse. A save with one is refused and leaves the
+    component's cfg as it was (checked before it is adopted)."""
     nlp = spacy.blank("en")
     config = {setting: value, "tag_mode": "soft"} if setting == "tag_bonus" else {setting: value}
     if value == value and abs(value) != float("inf"):  # spaCy refuses nan and inf in a config itself

@@ -1,4 +1,4 @@
-"""Corpus reading never damages data silently (issue #14, item 4): bad lines
+"""Corpus reading never damages data silently: bad lines
 and damaged zips are errors naming the file and line, or, with
 ``skip_bad=True``, sentences left out and counted."""
 import shutil

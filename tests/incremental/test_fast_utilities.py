@@ -1,11 +1,11 @@
-"""The fast path of incremental parsing (issue #13): a perceptron's
-utilities over a candidate set (``dag_weighted_sums`` through the support's
-production index, ``kernels._kernels.dag_node_sums``) and the occurrence
-counts of a candidate DAG (``trees._dag.dag_occurrences``) against the slow
-references they replace: the weighted column of ``dag_block`` (bit for bit:
-the sums run in the same order), per-tree Python walks, and the plain
-subset-tree kernel on nltk trees; and greedy parsing with the fast path
-against greedy parsing with those slow utilities."""
+"""The fast path of incremental parsing: a perceptron's utilities over a
+candidate set (``dag_weighted_sums`` through the support's production index,
+``kernels._kernels.dag_node_sums``) and the occurrence counts of a candidate
+DAG (``trees._dag.dag_occurrences``) against slow references: the weighted
+column of ``dag_block`` (bit for bit: the sums run in the same order),
+per-tree Python walks, and the plain subset-tree kernel on nltk trees; and
+greedy parsing with the fast path against greedy parsing with those slow
+utilities."""
 import numpy as np
 import pytest
 from hypothesis import given, settings

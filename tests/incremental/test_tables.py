@@ -1,4 +1,4 @@
-"""The seed's first-pass attachment tables (Menchetti et al. 2005, Tables 1,
+"""The first-pass attachment tables of Menchetti et al. 2005 (Tables 1,
 2, 4, 5) and pictures (Fig. 2 and a word's alternatives) as commands, run
 tiny: a few training sentences, a few evaluation sentences, one RNN epoch."""
 import json

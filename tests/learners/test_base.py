@@ -1,4 +1,4 @@
-"""Learners as pipeline citizens (issue #11): built from config blocks,
+"""Learners as pipeline citizens: built from config blocks,
 trained through initialize/update/finish_training (fit is exactly that),
 saved the spaCy way (to_bytes/from_bytes, to_disk/from_disk, ``exclude``),
 and the composite reranking kernel K_λ + b·log p·log p'."""

@@ -210,9 +210,9 @@ def escaped(tree):
 @settings(max_examples=300, deadline=None)
 @given(text_trees())
 def test_any_tree_of_text_round_trips_or_is_refused(tree):
-    """Issue #14 item 7: labels were written unescaped (``NP SBJ`` read back
-    as a label and a word). Written and read back, every tree is its escaped
-    self; the fast reader agrees; an escaped tree is a fixed point."""
+    """Labels are written escaped (``NP SBJ`` written plainly would read
+    back as a label and a word). Written and read back, every tree is its
+    escaped self; the fast reader agrees; an escaped tree is a fixed point."""
     expected = escaped(tree)
     if expected is None:
         with pytest.raises(BracketError, match="empty word|empty label"):
