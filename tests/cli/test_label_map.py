@@ -12,10 +12,11 @@ from spacy_structpref.corpora import corpus_docs
 from spacy_structpref.corpora.labels import variant_bases
 from spacy_structpref.errors import StructPrefError
 
+from tests.helpers.fixtures import slow_fixture
 from tests.helpers.paths import CONFIGS
 
 
-@pytest.fixture(scope="module")
+@slow_fixture
 def model_dir(tmp_path_factory):
     nlp = spacy.blank("en")
     nlp.add_pipe("distro_tagger", config={"model": {"rank": 6}, "w_steps": 2, "a_steps": 2})

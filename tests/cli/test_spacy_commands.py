@@ -18,6 +18,7 @@ from spacy_structpref.cli.score_names import SCORE_NAMES
 from spacy_structpref.cli.spacy_commands import score_rows
 from spacy_structpref.corpora import corpus_docs
 
+from tests.helpers.fixtures import slow_fixture
 from tests.helpers.paths import CONFIGS, SHIPPED_CONFIGS
 
 PARSERS = ("forest_parser", "parse_reranker", "attachment_predictor")
@@ -52,7 +53,7 @@ def test_score_rows():
     assert rows == {"PARSEVAL F": "50.00", "PARSEVAL F ≤40": "51.23", "ATTACH ACC": "-", "PARSE FALLBACKS": "2"}
 
 
-@pytest.fixture(scope="module")
+@slow_fixture
 def trained(tmp_path_factory):
     """A tiny trained distro_tagger + forest_parser pipeline and a test corpus."""
     nlp = spacy.blank("en")

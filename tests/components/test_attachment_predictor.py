@@ -19,6 +19,7 @@ from spacy_structpref.incremental import (OTHERS, candidate_dag, candidate_edits
                                           foot_class)
 from spacy_structpref.trees import doc_to_tree, parse_bracketed, to_bracketed, tree_to_doc
 
+from tests.helpers.fixtures import slow_fixture
 from tests.helpers.paths import CONFIGS
 
 CONFIG = CONFIGS / "attachment_predictor.cfg"
@@ -34,7 +35,7 @@ def parses(docs):
     return [(to_bracketed(d._.parse), [t._.attachment for t in d], d._.attach_fallbacks) for d in docs]
 
 
-@pytest.fixture(scope="module")
+@slow_fixture
 def trained():
     nlp = spacy.blank("en")
     pipe = nlp.add_pipe("attachment_predictor")

@@ -13,6 +13,8 @@ from spacy_structpref.corpora import corpus_docs
 from spacy_structpref.errors import TaggerError
 from spacy_structpref.models.distro import effective_rank
 
+from tests.helpers.fixtures import slow_fixture
+
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 
@@ -32,7 +34,7 @@ def _examples(nlp, split, limit):
             for d in corpus_docs("ptb", split, nlp.vocab, limit=limit)]
 
 
-@pytest.fixture(scope="module")
+@slow_fixture
 def trained():
     nlp = spacy.blank("en")
     nlp.add_pipe("distro_tagger", config={"w_steps": 20, "a_steps": 5, "model": {"rank": 12}})

@@ -13,10 +13,11 @@ from spacy_structpref.corpora import corpus_docs
 from spacy_structpref.errors import GrammarError, GrammarWarning, StructPrefError
 from spacy_structpref.trees import Forest, SymbolTable, doc_to_tree, nbest_trees, to_bracketed
 
+from tests.helpers.fixtures import slow_fixture
 from tests.parsing.test_grammar_bad_trees import GOOD, WORD_UNDER_PHRASE
 
 
-@pytest.fixture(scope="module")
+@slow_fixture
 def trained():
     nlp = spacy.blank("en")
     nlp.add_pipe("forest_parser", config={"k": 10})

@@ -20,6 +20,8 @@ from spacy_structpref.reranking import RerankItem
 from spacy_structpref.reranking.scorers import first_k, rerank, training_sets
 from spacy_structpref.trees import to_bracketed, tree_to_doc
 
+from tests.helpers.fixtures import slow_fixture
+
 K = 5
 
 
@@ -41,7 +43,7 @@ def pipeline(k_parser=K, k_reranker=K, learner=None):
     return nlp
 
 
-@pytest.fixture(scope="module")
+@slow_fixture
 def trained():
     """forest_parser + parse_reranker (setwise VP, composite kernel) trained on
     80 short sentences: initialize jackknifes them, one update pass."""

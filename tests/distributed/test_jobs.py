@@ -32,6 +32,8 @@ from spacy_structpref.learners.specialised import SpecialisedLearner
 from spacy_structpref.reranking import jackknife_lists, parse_lists, parser_from_trees
 from spacy_structpref.trees import to_bracketed, tree_to_doc
 
+from tests.helpers.fixtures import slow_fixture
+
 pytest.importorskip("distributed")
 K = 5
 
@@ -47,7 +49,7 @@ def client():
         yield c
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def train():
     return short("train", 45)
 
@@ -57,7 +59,7 @@ def test_trees():
     return short("test", 24)
 
 
-@pytest.fixture(scope="module")
+@slow_fixture
 def parser_nlp(train):
     nlp = spacy.blank("en")
     nlp.add_pipe("forest_parser", config={"k": K})
@@ -99,7 +101,7 @@ def test_parse_corpus_equals_nlp_pipe(client, parser_nlp, test_trees, tmp_path):
     assert all(d._.nbest and d._.forest for d in got)
 
 
-@pytest.fixture(scope="module")
+@slow_fixture
 def jackknifed(train):
     """The single-process jackknife: 3 folds, in this process."""
     return [it.to_dict() for it in jackknife_lists(train, n_folds=3, k=K, with_forest=True, n_jobs=1,

@@ -174,9 +174,8 @@ def test_random_trees_against_references(a, b, c):
         _check_against_references(tree, inventory)
 
 
-def test_ptb_against_references():
-    train = ptb_trees("train")[:200]
-    inventory = CPInventory.from_trees(train)
+def test_ptb_against_references(ptb_inventory_200):
+    inventory = ptb_inventory_200
     for tree in ptb_trees("dev")[:15]:
         _check_against_references(tree, inventory)
 
@@ -212,8 +211,8 @@ def test_dag_sets_on_random_trees(a, b, c):
         _check_dag_sets(tree, inventory)
 
 
-def test_dag_sets_on_ptb():
-    inventory = CPInventory.from_trees(ptb_trees("train")[:200])
+def test_dag_sets_on_ptb(ptb_inventory_200):
+    inventory = ptb_inventory_200
     for tree in ptb_trees("dev")[:15]:
         _check_dag_sets(tree, inventory)
 

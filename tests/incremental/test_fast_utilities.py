@@ -22,6 +22,7 @@ from spacy_structpref.trees import TreeSetDAG
 from spacy_structpref.trees._dag import dag_occurrences
 from spacy_structpref.trees.arrays import INT
 
+from tests.helpers.fixtures import slow_fixture
 from tests.helpers.strategies import trees
 
 
@@ -51,7 +52,7 @@ def reference_occurrences(dag: TreeSetDAG):
     return occ
 
 
-@pytest.fixture(scope="module")
+@slow_fixture
 def trained():
     """A perceptron trained on the reduced preference sets of 25 PTB trees,
     with the inventory of 60, and the sets of 6 dev trees."""

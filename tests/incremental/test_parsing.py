@@ -266,9 +266,8 @@ def test_oracle_rebuilds_random_trees(a, b, reduced):
 
 # -- PTB slice ----------------------------------------------------------------
 @pytest.fixture(scope="module")
-def ptb():
-    train, dev = ptb_trees("train")[:200], ptb_trees("dev")[:30]
-    return CPInventory.from_trees(train), dev
+def ptb(ptb_inventory_200):
+    return ptb_inventory_200, ptb_trees("dev")[:30]
 
 
 def test_oracle_rebuilds_covered_ptb_trees(ptb):

@@ -17,13 +17,14 @@ from spacy_structpref.incremental.pictures import (AttachmentModel, alternatives
 from spacy_structpref.incremental.tables import parse_sizes, parse_tables
 from spacy_structpref.learners import pairwise_error
 
+from tests.helpers.fixtures import slow_fixture
 from tests.helpers.paths import CONFIGS
 
 LEARNERS = CONFIGS / "learners"
 runner = CliRunner()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def rnn_config(tmp_path_factory):
     """The RNN config with one epoch."""
     path = tmp_path_factory.mktemp("configs") / "rnn1.cfg"
@@ -97,7 +98,7 @@ def test_attachment_tables_bad_input(tmp_path):
     assert result.exit_code == 1 and "no learner config" in result.output
 
 
-@pytest.fixture(scope="module")
+@slow_fixture
 def rnn_model(rnn_config):
     return AttachmentModel.train(rnn_config, 5)
 

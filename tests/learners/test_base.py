@@ -14,7 +14,7 @@ from thinc.api import Adam, Config
 
 from spacy_structpref.corpora import ptb_trees
 from spacy_structpref.errors import StructPrefError
-from spacy_structpref.incremental import CPInventory, foot_class, preference_sets_of
+from spacy_structpref.incremental import foot_class, preference_sets_of
 from spacy_structpref.kernels import composite_gram, gram
 from spacy_structpref.learners import (CompositeKernel, KernelPerceptron, LinearKernel,
                                        RecursiveNetLearner, ScoredTrees, SpecialisedLearner,
@@ -77,8 +77,8 @@ def batches(n: int, size: int):
 
 
 @pytest.fixture(scope="module")
-def psets():
-    inventory = CPInventory.from_trees(ptb_trees("train")[:200])
+def psets(ptb_inventory_200):
+    inventory = ptb_inventory_200
     train = preference_sets_of(ptb_trees("train")[:30], inventory)[:200]
     dev = preference_sets_of(ptb_trees("dev")[:3], inventory)
     return train, dev

@@ -9,7 +9,6 @@ from thinc.api import Adam
 
 from spacy_structpref.corpora import ptb_trees
 from spacy_structpref.errors import SavedModelError, StructPrefError
-from spacy_structpref.incremental import CPInventory
 from spacy_structpref.learners import (EnsembleLearner, KernelPerceptron, RecursiveNetLearner, SpecialisedLearner,
                                        TreeKernel)
 from spacy_structpref.trees import SymbolTable
@@ -18,8 +17,8 @@ from tests.helpers.attachment_data import candidates_and_gold
 
 
 @pytest.fixture(scope="module")
-def data():
-    inventory = CPInventory.from_trees(ptb_trees("train")[:200])
+def data(ptb_inventory_200):
+    inventory = ptb_inventory_200
     symbols = SymbolTable()
     return (candidates_and_gold(ptb_trees("train")[:12], inventory, symbols),
             candidates_and_gold(ptb_trees("dev")[:4], inventory, symbols))

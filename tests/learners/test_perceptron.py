@@ -13,7 +13,7 @@ from thinc.api import Adam
 
 from spacy_structpref.corpora import ptb_trees
 from spacy_structpref.errors import StructPrefError
-from spacy_structpref.incremental import CandidateSets, CPInventory, foot_class, preference_sets_of
+from spacy_structpref.incremental import CandidateSets, foot_class, preference_sets_of
 from spacy_structpref.kernels import gram
 from spacy_structpref.learners import (KernelPerceptron, LinearKernel, RecursiveNetLearner,
                                        SpecialisedLearner, TreeKernel, gold_rank, loss_at_r)
@@ -124,9 +124,9 @@ def test_bad_input():
 
 
 @pytest.fixture(scope="module")
-def attachment_sets():
+def attachment_sets(ptb_inventory_300):
     train, dev = ptb_trees("train")[:40], ptb_trees("dev")[:10]
-    inventory = CPInventory.from_trees(ptb_trees("train")[:300])
+    inventory = ptb_inventory_300
 
     return candidates_and_gold(train, inventory), candidates_and_gold(dev, inventory)
 
@@ -150,8 +150,8 @@ def test_tree_kernel_perceptron_learns_attachment(attachment_sets, loss):
 
 
 @pytest.fixture(scope="module")
-def ptb_preference_sets():
-    inventory = CPInventory.from_trees(ptb_trees("train")[:300])
+def ptb_preference_sets(ptb_inventory_300):
+    inventory = ptb_inventory_300
     train = preference_sets_of(ptb_trees("train")[:100], inventory)
     dev = preference_sets_of(ptb_trees("dev")[:5], inventory)
     return train, dev

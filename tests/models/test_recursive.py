@@ -10,7 +10,6 @@ from thinc.api import Adam, decaying
 
 from spacy_structpref.corpora import ptb_trees
 from spacy_structpref.errors import StructPrefError
-from spacy_structpref.incremental import CPInventory
 from spacy_structpref.learners import RecursiveNetLearner, loss_at_r
 from spacy_structpref.learners.recursive import set_losses
 from spacy_structpref.trees import TreeSetDAG
@@ -165,8 +164,8 @@ def test_bad_input():
         model.predict(build_label_dag([["VP"]], {"VP": 7}, 3))
 
 
-def test_learns_attachment(tmp_path):
-    inventory = CPInventory.from_trees(ptb_trees("train")[:300])
+def test_learns_attachment(tmp_path, ptb_inventory_300):
+    inventory = ptb_inventory_300
 
     (train, train_gold), (dev, dev_gold) = (candidates_and_gold(ptb_trees("train")[:40], inventory),
                                             candidates_and_gold(ptb_trees("dev")[:10], inventory))
@@ -204,14 +203,14 @@ def test_learns_attachment(tmp_path):
         np.testing.assert_allclose(reloaded.utilities(cands), lexical.utilities(cands), rtol=1e-6)
 
 
-def test_early_stopping_keeps_the_best_validation_epoch():
+def test_early_stopping_keeps_the_best_validation_epoch(ptb_inventory_300):
     """Menchetti et al. (2005, §6.3.1): early stopping on validation sets.
     The kept weights are those of the best epoch, checked against a net of
     the same seed trained for exactly that many epochs without validation;
     ``patience`` stops where the full curve says it should."""
     from spacy_structpref.learners import SpecialisedLearner
 
-    inventory = CPInventory.from_trees(ptb_trees("train")[:300])
+    inventory = ptb_inventory_300
     symbols = SymbolTable()
 
     (train, train_gold), (val, val_gold) = (candidates_and_gold(ptb_trees("train")[:15], inventory, symbols),

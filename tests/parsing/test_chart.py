@@ -31,11 +31,6 @@ VOCAB = ["the", "company", "said", "it", "rose", "fell", "shares", "sold", "he",
 
 
 @pytest.fixture(scope="module")
-def grammar():
-    return estimate_grammar(ptb_trees("train")[:150])
-
-
-@pytest.fixture(scope="module")
 def exact(grammar):
     return Parser(grammar, beam=0.0, threshold=0.0)
 

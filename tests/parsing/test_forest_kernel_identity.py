@@ -5,8 +5,6 @@ computed by enumeration."""
 import pytest
 from nltk.tree import Tree
 
-from spacy_structpref.corpora import ptb_trees
-from spacy_structpref.parsing.grammar import estimate_grammar
 from spacy_structpref.parsing.parser import Parser
 from spacy_structpref.trees.arrays import SymbolTable
 
@@ -47,9 +45,9 @@ def collins_duffy(t1, t2, lam):
 
 
 @pytest.fixture(scope="module")
-def parser():
+def parser(grammar):
     # A pruned forest keeps enumeration small; the identity holds for any forest.
-    return Parser(estimate_grammar(ptb_trees("train")[:150]), beam=0.0, threshold=1e-3, symbols=SymbolTable())
+    return Parser(grammar, beam=0.0, threshold=1e-3, symbols=SymbolTable())
 
 
 def posterior_trees(forest, words):

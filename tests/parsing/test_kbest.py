@@ -9,7 +9,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from nltk.tree import Tree
 
-from spacy_structpref.corpora import ptb_trees
 from spacy_structpref.parsing.grammar import Annotation, estimate_grammar
 from spacy_structpref.parsing.parser import KBest, Parser
 from spacy_structpref.trees.arrays import SymbolTable
@@ -18,11 +17,6 @@ from spacy_structpref.trees.dag import TreeSetDAG
 
 # words with brackets and spaces: the DAG keeps the words themselves, not their escaped forms
 VOCAB = ["the", "company", "said", "it", "rose", "shares", "sold", "he", "%", "5", "of", ".", "(", "a b"]
-
-
-@pytest.fixture(scope="module")
-def grammar():
-    return estimate_grammar(ptb_trees("train")[:150])
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -34,6 +34,8 @@ from spacy_structpref.reranking import (
 from spacy_structpref.scoring.parseval import COLLINS, SentenceStats, evalb, sentence_stats
 from spacy_structpref.trees import parse_bracketed, to_bracketed, tree_to_doc
 
+from tests.helpers.fixtures import slow_fixture
+
 N_FOLDS, K = 3, 5
 
 
@@ -45,12 +47,12 @@ def short_and_long(split, n_short, n_long):
             + [t for t in trees if 40 < len(t.leaves()) <= 45][:n_long])
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def train():
     return short_and_long("train", 58, 2)
 
 
-@pytest.fixture(scope="module")
+@slow_fixture
 def jackknifed(train):
     """A 3-fold jackknife of 60 sentences in worker processes."""
     return jackknife_lists(train, n_folds=N_FOLDS, k=K, with_forest=True, n_jobs=2, progress=False)
