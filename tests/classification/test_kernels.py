@@ -13,8 +13,8 @@ from spacy_structpref.kernels import PreparedForest, forest_gram
 from spacy_structpref.trees import SymbolTable
 
 from tests.helpers.docs import parsed
-from tests.kernels.test_forests import expected_tree_kernel, forests
-from tests.parsing.test_forest_kernel_identity import collins_duffy, posterior_trees
+from tests.helpers.forest_reference import expected_tree_kernel, forests
+from tests.helpers.kernel_reference import collins_duffy, posterior_trees
 
 LAM = 0.4
 

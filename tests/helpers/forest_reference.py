@@ -1,9 +1,13 @@
-"""Slow reference for the forest dynamic programmes of
-``spacy_structpref.trees._forest``: the same recursions written out one
-hyperedge at a time with numpy, and random small forests to check them on."""
+"""Slow references for forests: the dynamic programmes of
+``spacy_structpref.trees._forest`` written out one hyperedge at a time with
+numpy, and random small forests to check them on; random CKY-style forests
+and the forest kernel's definition, the expected tree kernel over their
+trees (Zhang et al. 2010), by enumeration."""
 import numpy as np
 from hypothesis import strategies as st
 
+from spacy_structpref.kernels import gram
+from spacy_structpref.trees import trees_to_arrays
 from spacy_structpref.trees.arrays import SymbolTable
 from spacy_structpref.trees.forest import ForestBuilder
 
@@ -64,3 +68,57 @@ def random_forests(draw):
     for v, tails, prob in draw(st.permutations(edges)):
         builder.add_edge(v, tails, prob)
     return builder.build(draw(st.integers(0, n_nodes - 1))), words
+
+
+WORDS = ["a", "b"]
+
+
+@st.composite
+def forests(draw, symbols, max_words=3):
+    """Random small CKY-style forests: tags X/Y over each word, labels A/B
+    over longer spans from binary splits (and a unary A -> B), a root S over
+    the sentence with unary edges to what spans it."""
+    n = draw(st.integers(1, max_words))
+    words = [draw(st.sampled_from(WORDS)) for _ in range(n)]
+    prob = st.floats(0.05, 1.0)
+    fb = ForestBuilder(symbols, n)
+    chart = {}
+    for i in range(n):
+        for tag in draw(st.lists(st.sampled_from(["X", "Y"]), min_size=1, max_size=2, unique=True)):
+            v = fb.add_node(tag, i, i + 1)
+            fb.add_edge(v, [-(i + 1)], draw(prob), words)
+            chart.setdefault((i, i + 1), []).append(v)
+    for length in range(2, n + 1):
+        for i in range(n - length + 1):
+            j = i + length
+            for label in ("B", "A"):
+                splits = [(l, r) for k in range(i + 1, j) for l in chart.get((i, k), []) for r in chart.get((k, j), [])]
+                chosen = [s for s in splits if draw(st.booleans())]
+                unary = [u for u in chart.get((i, j), []) if label == "A" and fb.label[u] == symbols.label_id("B")]
+                chosen_unary = [u for u in unary if draw(st.booleans())]
+                if not chosen and not chosen_unary:
+                    continue
+                v = fb.add_node(label, i, j)
+                for tails in chosen:
+                    fb.add_edge(v, list(tails), draw(prob))
+                for u in chosen_unary:
+                    fb.add_edge(v, [u], draw(prob))
+                chart.setdefault((i, j), []).append(v)
+    tops = chart.get((0, n), [])
+    root = fb.add_node("S", 0, n)
+    for u in tops:
+        fb.add_edge(root, [u], draw(prob))
+    if not tops:  # keep a root with at least one tree
+        fb.add_edge(root, [chart[(0, 1)][0]] if n == 1 else [-1], 1.0, words)
+    return fb.build(root), words
+
+
+def expected_tree_kernel(f1, w1, f2, w2, lam, symbols):
+    """The expected subset-tree kernel between the normalised tree
+    distributions of two forests, by enumerating their trees."""
+    t1, t2 = list(f1.trees(w1)), list(f2.trees(w2))
+    p1 = np.array([p for p, _ in t1]) / sum(p for p, _ in t1)
+    p2 = np.array([p for p, _ in t2]) / sum(p for p, _ in t2)
+    K = gram(trees_to_arrays([t for _, t in t1], symbols), trees_to_arrays([t for _, t in t2], symbols),
+             lam=lam, normalize=False, n_threads=1, progress=False)
+    return float(p1 @ K @ p2)

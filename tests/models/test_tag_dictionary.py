@@ -11,7 +11,7 @@ from spacy_structpref.errors import TaggerError
 from spacy_structpref.models.decode import decode, hinge_loss, sequence_score
 from spacy_structpref.models.distro import DistroScores
 from spacy_structpref.models.tag_dictionary import TagDictionary, candidate_lists, restrict_to
-from tests.models.test_viterbi import brute_force
+from tests.helpers.viterbi_reference import brute_force
 from spacy_structpref.models.viterbi import viterbi_batch, viterbi_restricted
 
 

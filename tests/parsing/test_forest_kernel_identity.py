@@ -3,10 +3,11 @@ forest kernel of two parser forests equals the expected subset-tree kernel
 over the parser's posterior distributions of (n-ary, treebank-label) trees,
 computed by enumeration."""
 import pytest
-from nltk.tree import Tree
 
 from spacy_structpref.parsing.parser import Parser
 from spacy_structpref.trees.arrays import SymbolTable
+
+from tests.helpers.kernel_reference import collins_duffy, posterior_trees
 
 kernels = pytest.importorskip("spacy_structpref.kernels")
 
@@ -16,44 +17,10 @@ PAIRS = [("The company said .", "Prices fell sharply ."),
          ("The company said .", "The company said .")]
 
 
-def production(node):
-    return (node.label(), tuple(k.label() if isinstance(k, Tree) else "w:" + k for k in node))
-
-
-def collins_duffy(t1, t2, lam):
-    """Plain-Python subset-tree kernel (Collins & Duffy 2002), the slow reference."""
-    nodes1 = list(t1.subtrees())
-    nodes2 = list(t2.subtrees())
-    memo = {}
-
-    def delta(a, b):
-        key = (id(a), id(b))
-        if key not in memo:
-            if production(a) != production(b):
-                memo[key] = 0.0
-            elif all(not isinstance(k, Tree) for k in a):
-                memo[key] = lam
-            else:
-                out = lam
-                for ka, kb in zip(a, b):
-                    if isinstance(ka, Tree):
-                        out *= 1 + delta(ka, kb)
-                memo[key] = out
-        return memo[key]
-
-    return sum(delta(a, b) for a in nodes1 for b in nodes2)
-
-
 @pytest.fixture(scope="module")
 def parser(grammar):
     # A pruned forest keeps enumeration small; the identity holds for any forest.
     return Parser(grammar, beam=0.0, threshold=1e-3, symbols=SymbolTable())
-
-
-def posterior_trees(forest, words):
-    trees = list(forest.trees(words))
-    total = sum(p for p, _ in trees)
-    return [(p / total, t) for p, t in trees]
 
 
 @pytest.mark.parametrize("s1,s2", PAIRS)
