@@ -19,8 +19,6 @@ from spacy_structpref.learners import (KernelPerceptron, LinearKernel, Recursive
                                        SpecialisedLearner, TreeKernel, gold_rank, loss_at_r)
 from spacy_structpref.trees import SymbolTable
 
-from tests.helpers.attachment_data import candidates_and_gold
-
 
 def primal_perceptron(sets, gold, loss, epochs, seed, w=None, w_sum=None, T=0):
     """Reference: the averaged perceptron with an explicit weight vector,
@@ -121,14 +119,6 @@ def test_bad_input():
     with pytest.raises(StructPrefError, match="r must be >= 1"):
         loss_at_r([[1.0]], [0], r=(0,))
     assert learner.predict([[]]) == [None]
-
-
-@pytest.fixture(scope="module")
-def attachment_sets(ptb_inventory_300):
-    train, dev = ptb_trees("train")[:40], ptb_trees("dev")[:10]
-    inventory = ptb_inventory_300
-
-    return candidates_and_gold(train, inventory), candidates_and_gold(dev, inventory)
 
 
 @pytest.mark.parametrize("loss", ["setwise", "pairwise"])

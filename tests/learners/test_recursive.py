@@ -28,11 +28,9 @@ def test_set_losses_by_hand():
     np.testing.assert_allclose(d, [-(s1 + s2), s1, s2, 0.0])
 
 
-def test_learns_attachment(tmp_path, ptb_inventory_300):
+def test_learns_attachment(tmp_path, ptb_inventory_300, attachment_sets):
     inventory = ptb_inventory_300
-
-    (train, train_gold), (dev, dev_gold) = (candidates_and_gold(ptb_trees("train")[:40], inventory),
-                                            candidates_and_gold(ptb_trees("dev")[:10], inventory))
+    (train, train_gold), (dev, dev_gold) = attachment_sets
     learner = RecursiveNetLearner(epochs=4, optimizer=Adam(0.01), seed=0).fit(train, train_gold)
     assert learner.losses[-1] < learner.losses[0]
     # candidate sets given as DAGs (no trees built) train the same network
