@@ -27,7 +27,7 @@ from pathlib import Path
 from spacy_structpref.corpora import ptb_trees
 from spacy_structpref.errors import StructPrefError
 from spacy_structpref.incremental import CPInventory, preference_sets_of
-from spacy_structpref.incremental.tables import (DEV_VALIDATION_SENTENCES, fit_attachment_learner, held_out_trees,
+from spacy_structpref.experiments.attachment_tables import (DEV_VALIDATION_SENTENCES, fit_attachment_learner, held_out_trees,
                                                 learner_from_config)
 from spacy_structpref.learners import KernelPerceptron, TreeKernel, loss_at_r
 from spacy_structpref.trees import SymbolTable

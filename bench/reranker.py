@@ -37,11 +37,11 @@ from thinc.api import Adam
 
 from spacy_structpref.corpora import ptb_trees
 from spacy_structpref.kernels import TreeBatch, dag_kernel_block, gram
-from spacy_structpref.learners import CompositeKernel, KernelPerceptron, RecursiveNetLearner, TreeKernel
+from spacy_structpref.learners import CompositeKernel, ForestKernel, KernelPerceptron, RecursiveNetLearner, TreeKernel
+from spacy_structpref.experiments.reranking_tables import evaluate_row, one_best_row, oracle_row, print_rows
 from spacy_structpref.learners.base import Subsequence
-from spacy_structpref.reranking import (FORMAT_VERSION, evaluate_row, jackknife_lists, load_items, one_best_row, oracle_row,
-                                        parse_lists, parser_from_trees, print_rows, save_items)
-from spacy_structpref.reranking.forest_kernel import ForestKernel
+from spacy_structpref.reranking import (FORMAT_VERSION, jackknife_lists, load_items, parse_lists, parser_from_trees,
+                                        save_items)
 from spacy_structpref.reranking.scorers import candidate_set, first_k, rerank, training_sets
 from spacy_structpref.trees import SymbolTable
 

@@ -26,7 +26,7 @@ import spacy  # noqa: E402
 from spacy.tokens import Doc, DocBin  # noqa: E402
 from spacy.training import Example  # noqa: E402
 
-import spacy_structpref.components.distro_tagger  # noqa: F401,E402  (registers the factory)
+import spacy_structpref.components.factories  # noqa: F401,E402  (registers the factories)
 from spacy_structpref.corpora import corpus_docs  # noqa: E402
 from spacy_structpref.models.distro import effective_rank  # noqa: E402
 

@@ -3,6 +3,13 @@ place, so an interrupted save never leaves a half-written model or file
 (:func:`atomic_directory` for pipeline components and learners,
 :func:`atomic_file` for the command line's outputs).
 
+:class:`SavedParts` saves an object (a pipeline component, a learner) in
+spaCy's idiom on top of it: a dict of named parts through
+``spacy.util.to_bytes``/``from_bytes``/``to_disk``/``from_disk``, each
+part one entry of the message or one file of the directory, ``exclude``
+naming the parts to leave out, and loading staged so that a refused save
+leaves the object as it was.
+
 A saved directory holds a marker file naming what it holds (the component
 factory or learner class) and the SHA-256 of every file the save wrote;
 :func:`check_saved` refuses a directory saved for something else, a file
@@ -24,7 +31,7 @@ import threading
 import warnings
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
-from typing import Dict, Iterator, Optional, Set
+from typing import Any, Callable, Dict, Iterable, Iterator, NamedTuple, Optional, Set
 
 from .errors import SavedModelError, StructPrefError
 
@@ -335,3 +342,111 @@ def check_saved(path, factory: str) -> Path:
             raise SavedModelError(f"{file} does not match the checksum saved with it: the file is damaged or "
                                   f"was changed after saving; save the {factory} again")
     return path
+
+
+class Part(NamedTuple):
+    """One saved part of an object, under the name ``exclude`` takes.
+    ``get()``: its msgpack-ready value (an entry of ``to_bytes``);
+    ``put(value)``: loads such a value, staged (what it returns is the
+    owner's, see :meth:`SavedParts._load`). In a saved directory it is
+    ``file`` (default ``NAME.msgpack``; spaCy's ``exclude`` matches the name
+    before the first dot), written by ``write(path)`` and loaded by
+    ``read(path)``, staged as ``put`` is (default: the value as msgpack)."""
+    get: Callable[[], Any]
+    put: Callable[[Any], Any]
+    file: Optional[str] = None
+    write: Optional[Callable[[Path], None]] = None
+    read: Optional[Callable[[Path], Any]] = None
+
+    def completed(self, name: str) -> "Part":
+        """The part with the defaults of its file filled in (``name``: the part's)."""
+        import srsly  # here: saving itself stays cheap to import
+
+        return self._replace(file=self.file or f"{name}.msgpack",
+                             write=self.write or (lambda path: srsly.write_msgpack(path, self.get())),
+                             read=self.read or (lambda path: self.put(srsly.read_msgpack(path))))
+
+
+
+class SavedParts:
+    """``to_bytes``/``from_bytes``/``to_disk``/``from_disk`` with ``exclude``,
+    as spaCy's pipes save, over the parts :meth:`_parts` names: bytes are one
+    msgpack message of the parts' values, a directory holds one file per
+    part, written atomically with a marker naming :attr:`saved_as` and the
+    files' checksums (:func:`atomic_directory`), checked before anything is
+    read (:func:`check_saved`). A part that ``exclude`` names, or that the
+    save lacks, keeps its state. What reading malformed data raises becomes a
+    :class:`~.errors.SavedModelError` naming :attr:`loaded_as` (:func:`load_errors`)."""
+
+    @property
+    def saved_as(self) -> str:
+        """The name in the marker of a saved directory: a save loads only into its own kind."""
+        raise NotImplementedError
+
+    @property
+    def loaded_as(self) -> str:
+        """What the errors of a refused load name."""
+        return self.saved_as
+
+    def _parts(self) -> Dict[str, Part]:
+        """The parts of the saved state, in loading order (a ``(get, put)``
+        pair stands for a part with the default file)."""
+        raise NotImplementedError
+
+    def _load(self, load: Callable[[Dict[str, Part]], None]) -> None:
+        """Run ``load(parts)``, which calls the ``put`` or ``read`` of every
+        saved part not excluded, so that a refused save leaves the object
+        as it was (how depends on the owner: staged into a copy, or into a
+        dict adopted at the end)."""
+        raise NotImplementedError
+
+    def _before_saving(self) -> None:
+        """Bring the state to what is saved (e.g. finish training)."""
+
+    def _completed_parts(self) -> Dict[str, Part]:
+        return {name: Part(*part).completed(name) for name, part in self._parts().items()}
+
+    def to_bytes(self, *, exclude: Iterable[str] = tuple()) -> bytes:
+        """The parts not in ``exclude``, as one msgpack message."""
+        from spacy import util
+
+        self._before_saving()
+        return util.to_bytes({name: part.get for name, part in self._completed_parts().items()}, exclude)
+
+    def from_bytes(self, bytes_data: bytes, *, exclude: Iterable[str] = tuple()):
+        """Load what ``to_bytes`` saved."""
+        from spacy import util
+
+        with load_errors(self.loaded_as):
+            self._load(lambda parts: util.from_bytes(
+                bytes_data, {name: part.put for name, part in parts.items()}, exclude))
+        return self
+
+    def to_disk(self, path, *, exclude: Iterable[str] = tuple()) -> None:
+        """Save atomically, one file (or directory) per part not in ``exclude``."""
+        from spacy import util
+
+        self._before_saving()
+        parts = self._completed_parts()
+        with atomic_directory(path, self.saved_as) as tmp:
+            util.to_disk(tmp, {part.file: part.write for part in parts.values()}, exclude)
+
+    def from_disk(self, path, *, exclude: Iterable[str] = tuple()):
+        """Load what ``to_disk`` saved, once its marker and checksums are checked."""
+        from spacy import util
+
+        path = check_saved(path, self.saved_as)
+        with load_errors(f"{self.loaded_as} from {path}"):
+            self._load(lambda parts: util.from_disk(
+                path, {part.file: _if_saved(part.read)
+                       for part in (Part(*part).completed(name) for name, part in parts.items())}, exclude))
+        return self
+
+
+def _if_saved(read: Callable[[Path], Any]) -> Callable[[Path], None]:
+    """``read`` for a part the save holds (one it left out keeps its state, as in ``from_bytes``)."""
+    def reader(path: Path) -> None:
+        if path.exists():
+            read(path)
+
+    return reader

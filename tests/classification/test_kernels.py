@@ -7,9 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spacy_structpref.classification.kernels import (BowDocKernel, ForestDocKernel, SumDocKernel, TreeDocKernel,
-                                                     forest_block)
-from spacy_structpref.kernels import PreparedForest, forest_gram
+from spacy_structpref.classification.kernels import BowDocKernel, ForestDocKernel, SumDocKernel, TreeDocKernel
+from spacy_structpref.kernels import PreparedForest, forest_block, forest_gram
 from spacy_structpref.trees import SymbolTable
 
 from tests.helpers.docs import parsed

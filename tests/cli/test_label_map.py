@@ -6,7 +6,7 @@ import spacy
 from spacy.tokens import Doc
 from spacy.training import Example
 
-import spacy_structpref.components.distro_tagger  # noqa: F401  (registers the factory)
+import spacy_structpref.components.factories  # noqa: F401  (registers the factories)
 from spacy_structpref.cli.label_map import draw_label_map, family_closeness, label_similarity, variant_closeness
 from spacy_structpref.corpora import corpus_docs
 from spacy_structpref.corpora.labels import variant_bases

@@ -14,8 +14,8 @@ import pytest
 from spacy_structpref.cli.learning_curve import draw, summarize
 from spacy_structpref.cli.project_steps import record
 from spacy_structpref.cli.report import build_report
-from spacy_structpref.incremental.tables import CLASSES
-from spacy_structpref.reranking.evaluation import table_row
+from spacy_structpref.experiments.attachment_tables import CLASSES
+from spacy_structpref.experiments.reranking_tables import table_row
 from spacy_structpref.scoring import evalb
 from spacy_structpref.trees.brackets import parse_bracketed
 from spacy_structpref.trees.draw import tree_to_svg

@@ -96,6 +96,32 @@ def test_beam_width_one_is_greedy(trained, dev):
         pipe.beam_width, pipe.softmax_scale = 1, 1.0
 
 
+def test_utilities_and_learner_for_are_the_foot_class_learners(trained, dev):
+    from spacy_structpref.experiments.attachment_pictures import AttachmentModel, word_alternatives
+    from spacy_structpref.incremental import preference_sets_of
+
+    pipe = trained.get_pipe("attachment_predictor")
+    assert pipe.cfg["specialise"]
+    tree = doc_to_tree(dev[0])
+    psets = [s for s in preference_sets_of([tree], pipe.inventory) if foot_class(s.foot) in pipe.learner.learners]
+    assert psets
+    for s in psets:
+        dag = s.dag(pipe.symbols, True)
+        want = pipe.learner.utilities(dag, foot_class(s.foot))
+        assert np.array_equal(pipe.utilities(dag, s.foot), want)
+        assert pipe.learner_for(s.foot) is pipe.learner.learners[foot_class(s.foot)]
+    model = AttachmentModel.from_predictor(pipe, "trained")
+    words, tags = [t.text for t in dev[0]], [t.tag_ for t in dev[0]]
+    alts = word_alternatives(model, words, tags, 3, tree)
+    s = preference_sets_of([tree], pipe.inventory)[2]
+    assert np.array_equal(alts.utilities, pipe.utilities(s.dag(pipe.symbols, True), s.foot))
+    untrained = spacy.blank("en").add_pipe("attachment_predictor")
+    with pytest.raises(StructPrefError, match="is not trained"):
+        untrained.learner_for("NN")
+    with pytest.raises(StructPrefError, match="is not trained"):
+        AttachmentModel.from_predictor(untrained, "untrained")
+
+
 def test_fallback_on_an_unseen_tag_is_counted(trained):
     gold = tree_to_doc(trained.vocab, parse_bracketed(UNSEEN))
     doc = trained(tagged(trained, gold))

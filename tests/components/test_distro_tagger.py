@@ -8,7 +8,7 @@ import spacy
 from spacy.tokens import Doc
 from spacy.training import Example
 
-import spacy_structpref.components.distro_tagger  # noqa: F401  (registers the factory)
+import spacy_structpref.components.factories  # noqa: F401  (registers the factories)
 from spacy_structpref.corpora import corpus_docs
 from spacy_structpref.errors import TaggerError
 from spacy_structpref.models.distro import effective_rank

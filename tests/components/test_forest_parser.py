@@ -7,7 +7,7 @@ from spacy.tokens import Doc, DocBin
 from spacy.training import Example
 from spacy.util import raise_error
 
-import spacy_structpref.components.forest_parser  # noqa: F401  (registers the factory)
+import spacy_structpref.components.factories  # noqa: F401  (registers the factories)
 from spacy_structpref.components.forest_parser import FALLBACK_KEY, ForestParser
 from spacy_structpref.corpora import corpus_docs
 from spacy_structpref.errors import GrammarError, GrammarWarning, StructPrefError

@@ -19,7 +19,7 @@ from spacy.tokens import Doc, DocBin
 from spacy.training import Example
 from typer.testing import CliRunner
 
-import spacy_structpref.components.forest_parser  # noqa: F401  (registers the factory)
+import spacy_structpref.components.factories  # noqa: F401  (registers the factories)
 from spacy_structpref import distributed as dist
 from spacy_structpref.cli import app
 from spacy_structpref.corpora import ptb_trees

@@ -12,9 +12,9 @@ from spacy_structpref.cli import app
 from spacy_structpref.corpora import ptb_trees
 from spacy_structpref.errors import StructPrefError
 from spacy_structpref.incremental import CPInventory, extend, preference_sets
-from spacy_structpref.incremental.pictures import (AttachmentModel, alternatives_svg, path_positions,
+from spacy_structpref.experiments.attachment_pictures import (AttachmentModel, alternatives_svg, path_positions,
                                                    principal_plane, read_sentence, word_alternatives)
-from spacy_structpref.incremental.tables import parse_sizes, parse_tables
+from spacy_structpref.experiments.attachment_tables import parse_sizes, parse_tables
 from spacy_structpref.learners import pairwise_error
 
 from tests.helpers.fixtures import slow_fixture
@@ -178,7 +178,7 @@ def test_random_sampling_nests_sizes_and_keeps_subsets_disjoint(rnn_config):
     """As the paper drew its training data: a seeded permutation of train;
     sizes are its prefixes (nested), subsets its blocks (disjoint); "first"
     keeps corpus order."""
-    from spacy_structpref.incremental.tables import AttachmentExperiments
+    from spacy_structpref.experiments.attachment_tables import AttachmentExperiments
 
     def experiments(**kwargs):
         return AttachmentExperiments(LEARNERS / "vp.cfg", rnn_config, eval_sentences=1, validation_sentences=1,
@@ -203,7 +203,7 @@ def test_validation_may_take_all_of_dev_only_for_a_test_evaluation(rnn_config):
     default); a dev evaluation on the first 200, and must keep some dev
     sentences to evaluate on; more than dev has is an error either way."""
     from spacy_structpref.corpora import ptb_trees
-    from spacy_structpref.incremental.tables import AttachmentExperiments
+    from spacy_structpref.experiments.attachment_tables import AttachmentExperiments
 
     n_dev = len(ptb_trees("dev"))
     whole = AttachmentExperiments(LEARNERS / "vp.cfg", rnn_config, eval_sentences=1)  # by default on test
@@ -225,7 +225,7 @@ def test_validation_may_take_all_of_dev_only_for_a_test_evaluation(rnn_config):
 def test_validation_count():
     """The rule ``attachment-tables`` and ``bench/attachment.py`` share:
     all of dev for test, the first 200 for dev (leaving some to score)."""
-    from spacy_structpref.incremental.tables import validation_count
+    from spacy_structpref.experiments.attachment_tables import validation_count
 
     assert validation_count(None, "test", 433) == 433 and validation_count(None, "dev", 433) == 200
     assert validation_count(0, "dev", 433) == 0 and validation_count(432, "dev", 433) == 432

@@ -125,7 +125,7 @@ def test_tagger_with_tag_dictionary(tmp_path, onehot):
     import spacy
     from spacy.training import Example
 
-    import spacy_structpref.components.distro_tagger  # noqa: F401
+    import spacy_structpref.components.factories  # noqa: F401
 
     nlp = spacy.blank("en")
     train = [s for i, s in enumerate(brown_sentences(limit=190)) if i % 10 < 8]  # the train split's start

@@ -11,24 +11,20 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from spacy.training import Example
 
-import spacy_structpref.components.forest_parser  # noqa: F401  (registers the factory)
+import spacy_structpref.components.factories  # noqa: F401  (registers the factories)
 import spacy_structpref.parsing.grammar as grammar_module
 from spacy_structpref.corpora import ptb_trees
 from spacy_structpref.errors import StructPrefError
+from spacy_structpref.experiments.reranking_tables import (evaluate, evaluate_row, format_rows, one_best_row,
+                                                           oracle_row, table_row)
 from spacy_structpref.reranking import (
     count_fallbacks,
-    evaluate,
-    evaluate_row,
     fold_assignment,
-    format_rows,
     jackknife_lists,
     load_items,
-    one_best_row,
-    oracle_row,
     parse_lists,
     parser_from_trees,
     save_items,
-    table_row,
     target_index,
 )
 from spacy_structpref.scoring.parseval import COLLINS, SentenceStats, evalb, sentence_stats

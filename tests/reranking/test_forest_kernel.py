@@ -45,7 +45,8 @@ def crosses(tree, brackets):
 @pytest.mark.parametrize("alpha", [1.0, 0.5, 3.0])
 def test_forest_kernel_scorer_equals_its_enumerated_definition(alpha):
     from spacy_structpref.kernels import tree_kernel
-    from spacy_structpref.reranking.forest_kernel import ForestKernel, candidate_brackets, compatible_subforest
+    from spacy_structpref.learners.kernels import ForestKernel
+    from spacy_structpref.reranking.forest_kernel import candidate_brackets, compatible_subforest
 
     forest = pp_forest()
     trees = [t for _, t in forest.trees()]

@@ -3,8 +3,7 @@ import pytest
 import spacy
 from spacy.training import Example
 
-import spacy_structpref.components.distro_tagger  # noqa: F401
-import spacy_structpref.components.forest_parser  # noqa: F401
+import spacy_structpref.components.factories  # noqa: F401  (registers the factories)
 from spacy_structpref.saving import MARKER, atomic_directory
 from spacy_structpref.errors import StructPrefError
 from spacy_structpref.trees import parse_bracketed, tree_to_doc

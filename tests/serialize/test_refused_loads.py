@@ -18,9 +18,7 @@ from hypothesis import strategies as st
 from spacy.training import Example
 from thinc.api import Adam
 
-import spacy_structpref.components.distro_tagger  # noqa: F401
-import spacy_structpref.components.distro_textcat  # noqa: F401
-import spacy_structpref.components.forest_parser  # noqa: F401
+import spacy_structpref.components.factories  # noqa: F401  (registers the factories)
 from spacy_structpref.errors import GrammarError, SavedModelError, StructPrefError, TaggerError
 from spacy_structpref.learners import (KernelPerceptron, LinearKernel, RecursiveNetLearner,
                                        SpecialisedLearner, TreeKernel)

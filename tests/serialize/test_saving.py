@@ -1,8 +1,9 @@
 """atomic_file: a file written through it is either the whole new content or
-left as it was, with no temporary file behind."""
+left as it was, with no temporary file behind. SavedParts: saving named parts
+in spaCy's idiom, exclude honoured, a refused load staged away."""
 import pytest
 
-from spacy_structpref.saving import atomic_file, partial_path
+from spacy_structpref.saving import Part, SavedParts, atomic_file, partial_path
 
 
 def test_atomic_file_replaces_the_target_on_success(tmp_path):
@@ -211,3 +212,54 @@ def test_a_marker_without_checksums_loads_with_a_warning(tmp_path):
     (tmp_path / "m" / MARKER).write_text('{"factory": "thing"}')
     with pytest.warns(UserWarning, match="saved without file checksums"):
         assert check_saved(tmp_path / "m", "thing") == tmp_path / "m"
+
+
+class Pair(SavedParts):
+    """Two parts staged into a dict and adopted together, the second
+    refusing a negative number: a minimal owner of saved parts."""
+    saved_as = "pair"
+
+    def __init__(self, a=0, b=0):
+        self.a, self.b = a, b
+
+    def _parts(self):
+        def b(value):
+            if value < 0:
+                raise SavedModelError("b must be >= 0")
+            return value
+
+        return {"a": (lambda: self.a, int), "b": Part(lambda: self.b, b, "b.txt",
+                                                      lambda p: p.write_text(str(self.b)),
+                                                      lambda p: b(int(p.read_text())))}
+
+    def _load(self, load):
+        staged = {}
+        load({name: part._replace(put=lambda v, name=name, put=part.put: staged.__setitem__(name, put(v)),
+                                  read=lambda p, name=name, read=part.read: staged.__setitem__(name, read(p)))
+              for name, part in ((n, Part(*p).completed(n)) for n, p in self._parts().items())})
+        vars(self).update(staged)
+
+
+def test_saved_parts_round_trip_exclude_and_files(tmp_path):
+    assert (Pair().from_bytes(Pair(1, 2).to_bytes()).a, Pair().from_bytes(Pair(1, 2).to_bytes()).b) == (1, 2)
+    assert vars(Pair(5, 5).from_bytes(Pair(1, 2).to_bytes(exclude=["a"]))) == {"a": 5, "b": 2}
+    assert vars(Pair(5, 5).from_bytes(Pair(1, 2).to_bytes(), exclude=["b"])) == {"a": 1, "b": 5}
+    Pair(1, 2).to_disk(tmp_path / "p")
+    assert sorted(p.name for p in (tmp_path / "p").iterdir()) == sorted(["a.msgpack", "b.txt", MARKER])
+    assert vars(Pair().from_disk(tmp_path / "p")) == {"a": 1, "b": 2}
+    Pair(1, 2).to_disk(tmp_path / "q", exclude=["b"])
+    assert not (tmp_path / "q" / "b.txt").exists() and vars(Pair(5, 5).from_disk(tmp_path / "q")) == {"a": 1, "b": 5}
+
+
+def test_saved_parts_refused_load_changes_nothing(tmp_path):
+    pair = Pair(5, 5)
+    with pytest.raises(SavedModelError, match="b must be"):
+        pair.from_bytes(Pair(1, -1).to_bytes())
+    with pytest.raises(SavedModelError, match="cannot load pair: the saved data is malformed"):
+        pair.from_bytes(b"\x93not msgpack")
+    Pair(1, -1).to_disk(tmp_path / "p")
+    with pytest.raises(SavedModelError, match="b must be"):
+        pair.from_disk(tmp_path / "p")
+    with pytest.raises(SavedModelError, match="holds a saved pair, not a other"):
+        type("Other", (Pair,), {"saved_as": "other"})().from_disk(tmp_path / "p")
+    assert vars(pair) == {"a": 5, "b": 5}

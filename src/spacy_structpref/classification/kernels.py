@@ -20,7 +20,6 @@ items), and ``settings`` is what a saved model is checked against.
 - :class:`SumDocKernel`: ``Σ_k w_k K_k``, e.g. a composite of a structure
   kernel and the bag of words (Zhang et al. 2006's composite kernel).
 """
-from concurrent.futures import ThreadPoolExecutor
 from typing import List, Optional, Sequence
 
 import numpy as np
@@ -30,13 +29,6 @@ from ..kernels.inputs import check_lambda
 from ..trees.arrays import INT, SymbolTable
 
 KERNEL_NAMES = ("tree", "forest", "bow", "tree+bow", "forest+bow")
-
-
-def _progress_bar(total: int, desc: str, progress):
-    from tqdm import tqdm
-
-    # progress None: a bar on terminals only
-    return tqdm(total=total, desc=desc, unit="row", disable=None if progress is None else not progress)
 
 
 def _check_threads(n_threads: int) -> int:
@@ -102,7 +94,7 @@ class ForestDocKernel:
 
     def __init__(self, lam: float = 0.4, alpha: float = 1.0, merit_ratio: Optional[float] = None,
                  n_threads: int = 2):
-        from ..reranking.forest_kernel import ForestKernel
+        from ..learners.kernels import ForestKernel
 
         if merit_ratio is not None and not 0 < merit_ratio <= 1:
             raise StructPrefError(f"merit_ratio must lie in (0, 1] (or null), got {merit_ratio}")
@@ -145,14 +137,11 @@ class ForestDocKernel:
     def gram(self, a, b=None, progress=None) -> np.ndarray:
         """Forest-kernel matrix, cosine-normalised (values that overflow are
         recomputed with logarithms, as :func:`~..kernels.forests.forest_gram`)."""
-        from ..kernels.forests import _normalised
+        from ..kernels.forests import forest_block, normalise_forest_gram
 
         lam = self.kernel.lam
         K = forest_block(a, b, lam, self.n_threads, progress, len(self.symbols.productions))
-        if b is None:
-            for i, p in enumerate(a):
-                p._self.setdefault(lam, K[i, i])
-        return _normalised(K, a, a if b is None else b, lam)
+        return normalise_forest_gram(K, a, a if b is None else b, lam)
 
     def settings(self) -> dict:
         return {"kind": "forest", "lam": self.kernel.lam, "alpha": self.kernel.alpha,
@@ -163,59 +152,6 @@ class ForestDocKernel:
 
     def decode(self, data: list) -> list:
         return self.kernel.decode(data)
-
-
-def forest_block(a: Sequence, b: Optional[Sequence], lam: float, n_threads: int = 2, progress=None,
-                 n_rules: Optional[int] = None) -> np.ndarray:
-    """Unnormalised forest-kernel matrix between two lists of
-    :class:`~..kernels.forests.PreparedForest` (``b=None``: symmetric, the
-    upper triangle computed and mirrored). Each row's rule index is built
-    once for the whole row (``n_rules``: the table's production count), and
-    rows go to ``n_threads`` threads; the compiled loop is the one
-    :func:`~..kernels.forests.forest_kernel` runs."""
-    from ..kernels import _kernels
-
-    symmetric = b is None
-    b = a if symmetric else b
-    out = np.zeros((len(a), len(b)))
-    if not len(a) or not len(b):
-        return out
-    if n_rules is None:
-        n_rules = int(max(max(p.forest.rule.max(initial=-1) for p in a),
-                          max(p.forest.rule.max(initial=-1) for p in b))) + 1
-    lam = float(lam)
-
-    def row(i: int) -> None:
-        p1 = a[i]
-        f1 = p1.forest
-        first, last = p1.rule_slices(n_rules)
-        for j in range(i if symmetric else 0, len(b)):
-            p2 = b[j]
-            f2 = p2.forest
-            out[i, j] = _kernels.forest_kernel_sum(
-                f1.head, f1.tail_start, f1.tails, p1.q, p1.mu, p1.by_rule, first, last,
-                f2.head, f2.tail_start, f2.tails, f2.rule, p2.q, p2.mu, p2.by_head,
-                f1.n_nodes, f2.n_nodes, lam, False)
-
-    # a symmetric matrix's rows shrink: hand them out longest first, one at a time
-    order = list(range(len(a)))
-    n_pairs = len(a) * len(b) // (2 if symmetric else 1)
-    bar = _progress_bar(len(a), "forest gram", progress if progress is not None or n_pairs >= 100_000 else False)
-    try:
-        if n_threads <= 1:
-            for i in order:
-                row(i)
-                bar.update(1)
-        else:
-            with ThreadPoolExecutor(max_workers=n_threads) as pool:
-                for _ in pool.map(row, order):
-                    bar.update(1)
-    finally:
-        bar.close()
-    if symmetric:
-        upper = np.triu(out, 1)
-        out += upper.T
-    return out
 
 
 def ngram_features(word_lists, max_n: int = 2, lowercase: bool = True) -> List[List[str]]:

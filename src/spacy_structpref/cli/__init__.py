@@ -1,48 +1,13 @@
 """Command line: ``python -m spacy_structpref COMMAND`` (also ``spacy-structpref``
 and, through the ``spacy_cli`` entry point, ``python -m spacy structpref-COMMAND``)."""
-import functools
 from pathlib import Path
-from typing import Callable, List, Optional
+from typing import List, Optional
 
 import typer
-from wasabi import Printer
 
 from ..errors import StructPrefError
+from .common import DATA_HELP, MAX_ERRORS_HELP, app, command, data_root, parse_numbers
 from .project_steps import TIMINGS
-
-app = typer.Typer(name="spacy_structpref", no_args_is_help=True, add_completion=False,
-                  help="spacy-structpref: data preparation, evaluation and inspection commands.")
-_failure = Printer(no_print=True)  # formats wasabi's failure line; typer.echo puts it on stderr
-
-
-def command(name: str, **settings) -> Callable[[Callable], Callable]:
-    """``app.command(name)`` for a command that reports a StructPrefError (bad
-    input) as one failure line on stderr and exit status 1, not a traceback.
-    The spaCy CLI registers the same callbacks, so it reports them alike."""
-    def register(func: Callable) -> Callable:
-        @functools.wraps(func)
-        def run(*args, **kwargs):
-            try:
-                return func(*args, **kwargs)
-            except StructPrefError as err:
-                typer.echo(_failure.fail(str(err)), err=True)
-                raise typer.Exit(1)
-
-        return app.command(name, **settings)(run)
-
-    return register
-
-
-DATA_HELP = "NLTK data root to read corpora from (default: $NLTK_DATA)"
-MAX_ERRORS_HELP = "Stop after this many error sentences and one more, as EVALB's -e (negative: never)"
-
-
-def _data_root(data: Optional[Path]) -> None:
-    if data is not None:
-        from ..corpora import use_nltk_data
-
-        use_nltk_data(data.resolve())
-
 
 @command("fetch-data")
 def fetch_data_cli(
@@ -67,7 +32,7 @@ def convert_cli(
     """Convert a corpus to train/dev/test .spacy files and print a summary table."""
     from .convert import convert
 
-    _data_root(data)
+    data_root(data)
     convert(corpus, output_dir, limit=limit, skip_bad=skip_bad)
 
 
@@ -148,18 +113,11 @@ def rerank_table_cli(
 ):
     """Print a reranking experiment in the form of Menchetti et al. (2005),
     Table 3, with each scorer's F1 gain (≤ 40 words) over the PCFG 1-best."""
-    from ..reranking.evaluation import format_gains, format_rows, read_rows
+    from ..experiments.reranking_tables import format_gains, format_rows, read_rows
 
     rows = read_rows(table_json)
     typer.echo(format_rows(rows))
     typer.echo(format_gains(rows))
-
-
-def _numbers(text: str, kind, what: str) -> list:
-    try:
-        return [kind(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise StructPrefError(f"{what} must be a comma-separated list of numbers, got {text!r}")
 
 
 @command("learning-curve", context_settings={"allow_extra_args": True,
@@ -182,8 +140,8 @@ def learning_curve_cli(
     from .learning_curve import learning_curve
 
     result = learning_curve(configs, output_dir, train_path=train, test_path=test,
-                            fractions=_numbers(fractions, float, "--fractions"),
-                            seeds=_numbers(seeds, int, "--seeds"), n_jobs=n_jobs,
+                            fractions=parse_numbers(fractions, float, "--fractions"),
+                            seeds=parse_numbers(seeds, int, "--seeds"), n_jobs=n_jobs,
                             overrides=list(ctx.args), metric=metric, plot=plot)
     typer.echo(result["table"])
     typer.echo(f"wrote {output_dir / 'learning_curve.json'} and {result['plot']}")

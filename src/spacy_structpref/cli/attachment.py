@@ -9,7 +9,7 @@ import srsly
 import typer
 
 from ..errors import StructPrefError
-from . import DATA_HELP, _data_root, command
+from .common import DATA_HELP, command, data_root
 
 VP_CONFIG = Path("configs") / "learners" / "vp.cfg"
 RNN_CONFIG = Path("configs") / "learners" / "rnn.cfg"
@@ -57,7 +57,7 @@ def attachment_tables_cli(
     training size; 5 × 100-sentence subsets, VP vs RNN; a linear VP on the
     RNN's root states; pairwise vs setwise training and evaluation), print
     them and write them as JSON."""
-    from ..incremental.tables import AttachmentExperiments, format_tables, parse_sizes, parse_tables
+    from ..experiments.attachment_tables import AttachmentExperiments, format_tables, parse_sizes, parse_tables
 
     if split not in ("dev", "test"):
         raise StructPrefError(f"--split is dev or test, got {split!r}")
@@ -66,7 +66,7 @@ def attachment_tables_cli(
     if rnn_members < 1:
         raise StructPrefError(f"--rnn-members is at least 1, got {rnn_members}")
     chosen, size_list = parse_tables(tables), parse_sizes(sizes)
-    _data_root(data)
+    data_root(data)
     if max_steps:
         size_list = sorted({min(s or max_steps, max_steps) for s in size_list})
         subset_size = min(subset_size, max_steps)
@@ -93,14 +93,25 @@ INDEX_HELP = "Which sentence of ptb:SPLIT or a .spacy file"
 CONFIG_HELP, TRAIN_HELP = "Learner config to train without --model", "Train sentences to train on without --model"
 
 
+def _attachment_predictor(path: Path):
+    """The ``attachment_predictor`` of the saved pipeline at ``path``."""
+    import spacy
+
+    from ..components.attachment_predictor import find_attachment_predictor
+
+    if not Path(path).exists():
+        raise StructPrefError(f"no trained pipeline at {str(path)!r}")
+    return find_attachment_predictor(spacy.load(path))
+
+
 def _alternatives(source: str, word: int, index: int, model: Optional[Path], config: Path, train_sentences: int,
                   data: Optional[Path]):
-    from ..incremental.pictures import AttachmentModel, read_sentence, word_alternatives
+    from ..experiments.attachment_pictures import AttachmentModel, read_sentence, word_alternatives
 
-    _data_root(data)
+    data_root(data)
     words, tags, tree = read_sentence(source, index)
     if model is not None:
-        trained = AttachmentModel.from_pipeline(model)
+        trained = AttachmentModel.from_predictor(_attachment_predictor(model), str(model))
     else:
         _log(f"training {config} on {train_sentences} train sentences (give --model to use a trained pipeline)")
         trained = AttachmentModel.train(config, train_sentences)
@@ -131,7 +142,7 @@ def attachment_pca_cli(
     """Menchetti et al. (2005), Fig. 2: the recursive net's root-state vectors
     of one word's alternatives projected on their first two principal
     components, gold (×) and predicted (○) marked, coloured by utility."""
-    from ..incremental.pictures import draw_state_pca
+    from ..experiments.attachment_pictures import draw_state_pca
 
     alts = _alternatives(source, word, index, model, config, train_sentences, data)
     path = draw_state_pca(alts, output)
@@ -154,7 +165,7 @@ def attachment_alternatives_cli(
     """Draw one word's first-pass attachment alternatives as SVG: the best by
     utility, each with its connection path and anchor coloured, the gold
     alternative framed green and the predicted one orange."""
-    from ..incremental.pictures import write_alternatives_svg
+    from ..experiments.attachment_pictures import write_alternatives_svg
 
     alts = _alternatives(source, word, index, model, config, train_sentences, data)
     path = write_alternatives_svg(alts, output, top=top, columns=columns)

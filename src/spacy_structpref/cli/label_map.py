@@ -116,7 +116,7 @@ def draw_label_map(model_path: Union[str, Path], output_path: Union[str, Path]) 
     import matplotlib.pyplot as plt
     import spacy
 
-    import spacy_structpref.components.distro_tagger  # noqa: F401  (registers the factory)
+    import spacy_structpref.components.factories  # noqa: F401  (registers the factories)
 
     output_path = Path(output_path)
     if output_path.suffix.lower() not in FORMATS:

@@ -9,10 +9,10 @@ The tables take the forms the project's own commands print, built by the
 same code: tag accuracy per tagger (``spacy evaluate``), the learning curve
 (:func:`.learning_curve.table_rows`), PARSEVAL's LR / LP / F1 / CB / 0CB /
 ≤2CB for sentences of ≤ 40 words and for all, as Menchetti et al. (2005),
-Table 3 (:func:`~spacy_structpref.reranking.evaluation.table_blocks`), the
+Table 3 (:func:`~spacy_structpref.experiments.reranking_tables.table_blocks`), the
 reranking table with each scorer's gain, the first-pass attachment Tables
 1, 2, 4 and 5 of Menchetti et al. (2005)
-(:func:`~spacy_structpref.incremental.tables.format_tables`), the step times
+(:func:`~spacy_structpref.experiments.attachment_tables.format_tables`), the step times
 (:func:`.project_steps.summary_rows`); a metrics file of another form is
 shown as its scalars and lists of rows. A declared output not made yet is
 a line naming the command that makes it.
@@ -30,7 +30,7 @@ import typer
 
 from ..errors import StructPrefError
 from ..saving import atomic_file
-from . import command
+from .common import command
 from .project_steps import TIMINGS, json_form
 from .score_names import SCORE_NAMES, format_score
 
@@ -260,7 +260,7 @@ def _spacy_scores_html(files: List[Tuple[Path, dict]], project: Project) -> str:
 def _parseval_html(files: List[Tuple[Path, dict]], project: Project) -> str:
     """evaluate-parse JSON files as one table in the form of Menchetti et al.
     (2005), Table 3, a row per pipeline."""
-    from ..reranking.evaluation import parseval_figures
+    from ..experiments.reranking_tables import parseval_figures
 
     rows = [{"name": path.stem, "<=40": parseval_figures(data["len<=40"]), "all": parseval_figures(data["all"])}
             for path, data in files]
@@ -268,13 +268,13 @@ def _parseval_html(files: List[Tuple[Path, dict]], project: Project) -> str:
 
 
 def _blocks_html(rows) -> str:
-    from ..reranking.evaluation import table_blocks
+    from ..experiments.reranking_tables import table_blocks
 
     return "\n".join(html_table(header, data, caption=title) for title, header, data in table_blocks(rows))
 
 
 def _reranker_html(path: Path, data: dict, project: Project) -> str:
-    from ..reranking.evaluation import format_gains, read_rows
+    from ..experiments.reranking_tables import format_gains, read_rows
 
     rows = read_rows(path)
     gains = format_gains(rows) if any(r["name"] == "PCFG 1-best" for r in rows) else ""
@@ -293,7 +293,7 @@ def _curve_html(path: Path, data: dict, project: Project) -> str:
 
 
 def _attachment_html(path: Path, data: dict, project: Project) -> str:
-    from ..incremental.tables import format_tables
+    from ..experiments.attachment_tables import format_tables
 
     return f"<h3>{_e(project.key(path))}</h3>" + _pre(format_tables(data)) + project.made_by([path])
 

@@ -10,7 +10,7 @@ from typing import List, Optional
 import typer
 
 from ..errors import StructPrefError
-from . import command
+from .common import command
 
 SCHEDULER_HELP = "Address of a running dask scheduler (tcp://HOST:PORT); default: a LocalCluster for the command"
 WORKERS_HELP = "Worker processes of the LocalCluster (default: one per core, or this process for a small input; 0: this process)"
@@ -79,9 +79,9 @@ def attachment_utilities_cli(
     from ..distributed import attachment_utilities, read_trees
     from ..learners.metrics import loss_at_r
     from ..saving import atomic_file
-    from . import _numbers
+    from .common import parse_numbers
 
-    ranks = _numbers(r, int, "--r")
+    ranks = parse_numbers(r, int, "--r")
     utilities, gold = attachment_utilities(model, read_trees(trees), shard_size=shard_size, scheduler=scheduler,
                                            n_workers=n_workers)
     if not gold:

@@ -34,68 +34,21 @@ importing this factory stays cheap.
 """
 from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
-import srsly
 from spacy import util
 from spacy.language import Language
-from spacy.pipeline import TrainablePipe
-from spacy.tokens import Doc, Token
+from spacy.tokens import Doc
 from spacy.training import Example, validate_examples, validate_get_examples
 
 from ..errors import StructPrefError
-from ..learners.registrations import perceptron_config
-from ..saving import atomic_directory, check_saved, load_errors, merged_settings
+from ..saving import Part, merged_settings
+from .base import LearnerPipe, check_spans_key, find_pipe
 
 FACTORY = "attachment_predictor"
-
-# The kernel voted perceptron with the subset-tree kernel (configs/learners/vp.cfg)
-DEFAULT_LEARNER = perceptron_config(
-    {"@misc": "spacy_structpref.TreeKernel.v1", "lam": 0.4, "sigma": 1, "normalize": True})
-
-DEFAULT_CONFIG = {
-    "learner": DEFAULT_LEARNER,
-    "reduced": True,
-    "specialise": True,
-    "beam_width": 1,
-    "softmax_scale": 1.0,
-    "foot_classes": {"@misc": "spacy_structpref.FootClasses.v1", "tagset": "ptb"},
-    "spans_key": "constituents",  # trees.doc.SPANS_KEY, which would load nltk if imported here
-    "scorer": {"@scorers": "spacy_structpref.parseval_scorer.v1"},
-}
-
-
-def register_extensions() -> None:
-    """``token._.attachment`` (a ``Step.to_dict()``) and ``doc._.attach_fallbacks`` (idempotent)."""
-    if not Token.has_extension("attachment"):
-        Token.set_extension("attachment", default=None)
-    if not Doc.has_extension("attach_fallbacks"):
-        Doc.set_extension("attach_fallbacks", default=None)
-
-
-register_extensions()
-
-
-@Language.factory(
-    FACTORY,
-    requires=["token.tag"],
-    assigns=["doc.spans", "token._.attachment", "doc._.attach_fallbacks"],
-    default_config=DEFAULT_CONFIG,
-    default_score_weights={"parseval_f": 0.5, "parseval_f_40": 0.0, "attach_acc": 0.5,
-                           "attach_fallbacks": None},
-)
-def make_attachment_predictor(nlp: Language, name: str, learner, reduced: bool, specialise: bool,
-                              beam_width: int, softmax_scale: float, foot_classes, spans_key: str,
-                              scorer: Optional[Callable]) -> "AttachmentPredictor":
-    return AttachmentPredictor(nlp.vocab, learner, name, reduced=reduced, specialise=specialise,
-                               beam_width=beam_width, softmax_scale=softmax_scale, foot_classes=foot_classes,
-                               spans_key=spans_key, scorer=scorer)
 
 
 def find_attachment_predictor(nlp: Language) -> "AttachmentPredictor":
     """The pipeline's first ``attachment_predictor`` (a clear error if it has none)."""
-    names = [name for name in nlp.pipe_names if nlp.get_pipe_meta(name).factory == FACTORY]
-    if not names:
-        raise StructPrefError(f"the pipeline has no {FACTORY} component (pipes: {nlp.pipe_names})")
-    return nlp.get_pipe(names[0])
+    return find_pipe(nlp, FACTORY)
 
 
 @util.registry.augmenters("spacy_structpref.gold_tags.v1")
@@ -114,8 +67,8 @@ def gold_tags(nlp: Language, example: Example) -> Iterator[Example]:
     yield Example(doc, example.reference)
 
 
-class AttachmentPredictor(TrainablePipe):
-    """Settings (see ``DEFAULT_CONFIG`` and the module docstring):
+class AttachmentPredictor(LearnerPipe):
+    """Settings (defaults in :mod:`.factories`; see the module docstring):
     ``learner`` (a preference learner from a ``registry.misc`` block:
     ``spacy_structpref.KernelPerceptron.v1`` with a tree kernel, or
     ``spacy_structpref.RecursiveNetLearner.v1``), ``reduced`` (tree
@@ -137,6 +90,10 @@ class AttachmentPredictor(TrainablePipe):
     alternatives rather than good ones. :meth:`fit_softmax_scale` sets
     ``a`` by maximum likelihood on held-out Docs."""
 
+    factory = FACTORY
+    token_extensions = ("attachment",)  # a Step.to_dict()
+    doc_extensions = ("attach_fallbacks",)
+
     def __init__(self, vocab, learner, name: str = FACTORY, *, reduced: bool = True,
                  specialise: bool = True, beam_width: int = 1, softmax_scale: float = 1.0,
                  foot_classes="ptb", spans_key: str = "constituents", scorer: Optional[Callable] = None):
@@ -157,15 +114,13 @@ class AttachmentPredictor(TrainablePipe):
                     "spans_key": spans_key}
         self._set_cfg(self.cfg)
         self.inventory = None  # the CP inventory: set by initialize or loading
-        from ..trees import register_extensions as register_tree_extensions
-
-        register_tree_extensions()
+        self.register_extensions()
 
     def _set_cfg(self, cfg: dict) -> None:
-        """Check and adopt settings (see :meth:`_checked_cfg`)."""
-        self.cfg, self.foot_class, self.learner = self._checked_cfg(cfg)
+        """Check and adopt settings (see :meth:`_staged_cfg`)."""
+        self.cfg, self.foot_class, self.learner = self._staged_cfg(cfg)
 
-    def _checked_cfg(self, cfg: dict) -> tuple:
+    def _staged_cfg(self, cfg: dict) -> tuple:
         """The settings with those of ``cfg`` in place, checked, with the foot
         classes and the learner they ask for (rebuilt around the prototype
         when ``specialise`` changes, since it decides the learner's shape);
@@ -180,8 +135,7 @@ class AttachmentPredictor(TrainablePipe):
         scale = c["softmax_scale"]
         if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not 0 < scale < float("inf"):
             raise StructPrefError(f"{self.name}: softmax_scale must be a positive number, got {scale!r}")
-        if not isinstance(c["spans_key"], str) or not c["spans_key"]:
-            raise StructPrefError(f"{self.name}: spans_key must be a non-empty string, got {c['spans_key']!r}")
+        check_spans_key(self.name, c["spans_key"])
         from ..incremental.classes import FootClasses
 
         foot_class = FootClasses(c["foot_classes"])  # checks the map
@@ -208,12 +162,6 @@ class AttachmentPredictor(TrainablePipe):
         return kernel.symbols
 
     @property
-    def model(self):
-        """The preference learner (spaCy's training loop steps, averages and
-        saves a trainable component through ``model``)."""
-        return self.learner
-
-    @property
     def beam_width(self) -> int:
         return self.cfg["beam_width"]
 
@@ -230,12 +178,6 @@ class AttachmentPredictor(TrainablePipe):
         self._set_cfg({"softmax_scale": scale})
 
     # ------------------------------------------------------------- training
-    def _gold_trees(self, docs: Iterable[Doc]) -> List:
-        from ..trees.doc import doc_to_tree
-
-        trees = (doc_to_tree(doc, self.cfg["spans_key"]) for doc in docs)
-        return [tree for tree in trees if tree is not None]
-
     def _preference_sets(self, trees: Iterable) -> List:
         from ..incremental import preference_sets_of
 
@@ -266,15 +208,12 @@ class AttachmentPredictor(TrainablePipe):
         validate_get_examples(get_examples, "AttachmentPredictor.initialize")
         if isinstance(sample_size, bool) or not isinstance(sample_size, int) or sample_size < 0:
             raise StructPrefError(f"{self.name}: sample_size must be an integer >= 0, got {sample_size!r}")
-        trees = self._gold_trees(eg.reference for eg in get_examples())
-        if not trees:
-            raise StructPrefError(
-                f"{self.name}: no training example has constituents in doc.spans[{self.cfg['spans_key']!r}] "
-                "(convert the treebank with `python -m spacy_structpref convert ptb corpus/ptb`)")
+        trees = self.training_trees(eg.reference for eg in get_examples())
         self.inventory = CPInventory.from_trees(trees)
         self._learn("initialize", self._preference_sets(trees[:sample_size or None]))
 
-    def _require_inventory(self) -> None:
+    def require_inventory(self) -> None:
+        """Raise a clear error unless the component is trained (has its CP inventory)."""
         if self.inventory is None:
             raise StructPrefError(f"{self.name} is not trained: call nlp.initialize() with treebank "
                                   "examples or load a trained pipeline")
@@ -289,28 +228,32 @@ class AttachmentPredictor(TrainablePipe):
         losses.setdefault(self.name, 0.0)
         examples = list(examples)
         validate_examples(examples, "AttachmentPredictor.update")
-        self._require_inventory()
-        psets = self._preference_sets(self._gold_trees(eg.reference for eg in examples))
+        self.require_inventory()
+        psets = self._preference_sets(self.gold_trees(eg.reference for eg in examples))
         if psets:
             step = self._learn("update", psets, sgd=None if sgd is False else sgd, losses={})
             losses[self.name] += sum(step.values())
         return losses
 
-    def finish_update(self, sgd) -> None:
-        """Apply the accumulated gradients (a perceptron has none)."""
-        self.learner.finish_update(sgd)
-
-    def use_params(self, params: dict):
-        """Predict and save with ``params`` (e.g. the optimizer's averages) in
-        place; a generator, as spaCy's ``Language.use_params`` drives it."""
-        with self.learner.use_params(params):
-            yield
-
     # ------------------------------------------------------------- parsing
-    def _utilities(self, candidates, foot: str):
+    def utilities(self, candidates, foot: str):
+        """The learner's utilities of ``candidates`` (a candidate DAG) for a
+        word tagged ``foot``, scored by the foot class's learner under
+        ``specialise``."""
         if self.cfg["specialise"]:
             return self.learner.utilities(candidates, self.foot_class(foot))
         return self.learner.utilities(candidates)
+
+    def learner_for(self, foot: str):
+        """The learner that scores the candidates of a word tagged ``foot``:
+        the foot class's clone under ``specialise``, else the one learner."""
+        self.require_inventory()
+        if not self.cfg["specialise"]:
+            return self.learner
+        learner = self.learner.learners.get(self.foot_class(foot))
+        if learner is None:
+            raise StructPrefError(f"{self.name} has no learner for foot class {self.foot_class(foot)!r}")
+        return learner
 
     def _search_utilities(self, candidates, foot: str):
         """``a·U`` with ``U`` rounded to the learners' tie tolerance
@@ -322,7 +265,7 @@ class AttachmentPredictor(TrainablePipe):
 
         from ..learners.metrics import TIE_TOLERANCE
 
-        u = np.asarray(self._utilities(candidates, foot), dtype=float)
+        u = np.asarray(self.utilities(candidates, foot), dtype=float)
         # decimals, not a quantum: the rounded values must not depend on the last bits of max |u|
         decimals = -int(np.ceil(np.log10(TIE_TOLERANCE * (1.0 + np.abs(u).max()))))
         return self.cfg["softmax_scale"] * np.round(u, decimals)
@@ -331,7 +274,7 @@ class AttachmentPredictor(TrainablePipe):
         """One ``IncrementalParse`` per Doc (None for an empty Doc)."""
         from ..incremental import IncrementalParser
 
-        self._require_inventory()
+        self.require_inventory()
         parser = IncrementalParser(self.inventory, lambda cands, foot, i: self._search_utilities(cands, foot),
                                    beam_width=self.cfg["beam_width"], reduced=self.cfg["reduced"],
                                    symbols=self.symbols)
@@ -368,10 +311,10 @@ class AttachmentPredictor(TrainablePipe):
         """The learner's utilities of the candidates of every preference set
         of the Docs' gold trees (``doc.spans[spans_key]``), with each set's
         gold index."""
-        self._require_inventory()
+        self.require_inventory()
         utilities, gold = [], []
-        for s in self._preference_sets(self._gold_trees(docs)):  # DAGs one at a time: a split's take gigabytes
-            utilities.append(self._utilities(s.dag(self.symbols, self.cfg["reduced"]), s.foot))
+        for s in self._preference_sets(self.gold_trees(docs)):  # DAGs one at a time: a split's take gigabytes
+            utilities.append(self.utilities(s.dag(self.symbols, self.cfg["reduced"]), s.foot))
             gold.append(s.gold)
         return utilities, gold
 
@@ -439,73 +382,37 @@ class AttachmentPredictor(TrainablePipe):
         return scores
 
     # ------------------------------------------------------- serialisation
-    def _getters(self) -> Dict[str, Callable]:
-        """The saved fields (the names ``exclude`` takes); an untrained
-        component saves its cfg only."""
-        getters = {"cfg": lambda: self.cfg}
-        if self.inventory is not None:
-            getters["inventory"] = self.inventory.to_json
-            getters["learner"] = self.learner.to_bytes
-        return getters
-
-    def _loading(self, load_learner: Callable) -> Tuple[Dict[str, Callable], Callable[[], None]]:
-        """Setters of the saved fields that stage what they read, and the
-        function that adopts the staged state once every field has loaded:
-        the cfg checked (:meth:`_checked_cfg`), the inventory parsed, the
-        learner loaded (``load_learner(learner, saved)``) into the one the
-        staged cfg asks for (a learner loads all or nothing). A refused save
-        leaves the component as it was."""
+    def _parts(self) -> Dict[str, Part]:
+        """``cfg`` (checked, with the foot classes and the learner it asks
+        for: :meth:`_staged_cfg`), ``inventory`` and ``learner`` (none
+        before training), the learner loaded into the one the loaded cfg
+        asks for (a learner loads all or nothing)."""
         from ..incremental import CPInventory
 
-        staged = {"cfg": (self.cfg, self.foot_class, self.learner), "inventory": self.inventory}
+        trained = self.inventory is not None
 
-        def set_cfg(cfg: dict) -> None:
-            staged["cfg"] = self._checked_cfg(cfg)
+        def write_inventory(path) -> None:
+            if trained:
+                path.write_text(self.inventory.to_json(), encoding="utf8")
 
-        def set_inventory(text: str) -> None:
-            staged["inventory"] = CPInventory.from_json(text)
+        def write_learner(path) -> None:
+            if trained:
+                self.learner.to_disk(path)
 
-        def adopt() -> None:
-            (self.cfg, self.foot_class, self.learner), self.inventory = staged["cfg"], staged["inventory"]
+        return {"cfg": self._cfg_part(),
+                "inventory": Part(lambda: self.inventory.to_json() if trained else None,
+                                  lambda text: None if text is None else CPInventory.from_json(text),
+                                  "inventory.json", write_inventory,
+                                  lambda p: CPInventory.from_json(p.read_text(encoding="utf8"))),
+                "learner": Part(lambda: self.learner.to_bytes() if trained else None,
+                                lambda data: None if data is None else lambda learner: learner.from_bytes(data),
+                                "learner", write_learner, lambda p: lambda learner: learner.from_disk(p))}
 
-        return {"cfg": set_cfg, "inventory": set_inventory,
-                "learner": lambda saved: load_learner(staged["cfg"][2], saved)}, adopt
-
-    def to_bytes(self, *, exclude=tuple()) -> bytes:
-        return util.to_bytes(self._getters(), exclude)
-
-    def from_bytes(self, bytes_data: bytes, *, exclude=tuple()) -> "AttachmentPredictor":
-        setters, adopt = self._loading(lambda learner, data: learner.from_bytes(data))
-        with load_errors(self.name):
-            util.from_bytes(bytes_data, setters, exclude)
-        adopt()
-        return self
-
-    def to_disk(self, path, *, exclude=tuple()) -> None:
-        writers = {"cfg.json": lambda p: srsly.write_json(p, self.cfg)}
-        if self.inventory is not None:
-            writers["inventory.json"] = lambda p: p.write_text(self.inventory.to_json(), encoding="utf8")
-            writers["learner"] = lambda p: self.learner.to_disk(p)
-        with atomic_directory(path, FACTORY) as tmp:
-            util.to_disk(tmp, writers, exclude)
-
-    def from_disk(self, path, *, exclude=tuple()) -> "AttachmentPredictor":
-        """Load what ``to_disk`` saved; a field it left out (or ``exclude``
-        names) keeps its state, as spaCy's pipes do."""
-        setters, adopt = self._loading(lambda learner, p: learner.from_disk(p))
-        readers = {"cfg.json": lambda p: setters["cfg"](srsly.read_json(p)),
-                   "inventory.json": lambda p: setters["inventory"](p.read_text(encoding="utf8")),
-                   "learner": setters["learner"]}
-        path = check_saved(path, FACTORY)
-        with load_errors(f"{self.name} from {path}"):
-            util.from_disk(path, {name: _if_exists(read) for name, read in readers.items()}, exclude)
-        adopt()
-        return self
-
-
-def _if_exists(read: Callable) -> Callable:
-    def reader(path) -> None:
-        if path.exists():
-            read(path)
-
-    return reader
+    def _adopt(self, staged: dict) -> None:
+        cfg, foot_class, learner = staged.get("cfg", (self.cfg, self.foot_class, self.learner))
+        inventory = staged.get("inventory")
+        if staged.get("learner") is not None:
+            staged["learner"](learner)
+        self.cfg, self.foot_class, self.learner = cfg, foot_class, learner
+        if inventory is not None:
+            self.inventory = inventory

@@ -10,33 +10,21 @@ and ``a_y`` the unit label vectors, columns of A. It is the DISTRO model of the
 ``max_y [score(y) + Δ(y, y*)] − score(y*)``, Δ the 0/1 cost, is first-order
 Viterbi on one position, and the alternating w / A schedule, the nuclear-norm
 proximal step on A and ``onehot = true`` (the multiclass SVM baseline, A = I)
-are the tagger's (:class:`.distro_tagger.DistroTaggerComponent`).
+are the tagger's, shared with it (:mod:`.distro`).
 
 Classes are exclusive: ``doc.cats`` gets 1.0 for the predicted label and 0.0
 for every other. The gold label of a training Doc is its cat with value 1.
 """
-from typing import Callable, Dict, Iterable, List, Optional
+from typing import Callable, Dict, Iterable, List
 
 import numpy
-from spacy.language import Language
 from spacy.scorer import Scorer
 from spacy.tokens import Doc
 from spacy.training import Example
 from spacy.util import registry
-from thinc.api import Config, Model
 
 from ..errors import TaggerError
-
-# Registers the architectures named in the default config (pure Python).
-from ..models import sparse_features as _sparse  # noqa: F401
-from ..models import distro as _distro  # noqa: F401
-from .distro_tagger import DEFAULT_MODEL_CONFIG as TAGGER_MODEL_CONFIG
-from .distro_tagger import SCHEDULE_DEFAULTS, DistroTaggerComponent
-
-# the tagger's default model over the bag of words and bigrams of the Doc
-DEFAULT_MODEL_CONFIG = TAGGER_MODEL_CONFIG.replace('"spacy_structpref.SparseFeatures.v1"',
-                                                   '"spacy_structpref.SparseBagFeatures.v1"')
-DEFAULT_MODEL = Config().from_str(DEFAULT_MODEL_CONFIG)["model"]
+from .distro import DistroPipe
 
 
 @registry.scorers("spacy_structpref.distro_textcat_scorer.v1")
@@ -58,35 +46,10 @@ def score_exclusive_cats(examples: Iterable[Example], **kwargs) -> Dict[str, obj
     return scores
 
 
-@Language.factory(
-    "distro_textcat",
-    assigns=["doc.cats"],
-    default_config={
-        "model": DEFAULT_MODEL,
-        **SCHEDULE_DEFAULTS,
-        "scorer": {"@scorers": "spacy_structpref.distro_textcat_scorer.v1"},
-    },
-    default_score_weights={"cats_acc": 1.0},
-)
-def make_distro_textcat(nlp: Language, name: str, model: Model, w_steps: int, a_steps: int,
-                        nuclear_lambda: float, a_learn_rate_scale: float, cost: float,
-                        scorer: Optional[Callable]) -> "DistroTextcat":
-    return DistroTextcat(nlp.vocab, model, name, w_steps=w_steps, a_steps=a_steps,
-                         nuclear_lambda=nuclear_lambda, a_learn_rate_scale=a_learn_rate_scale,
-                         cost=cost, scorer=scorer)
-
-
-class DistroTextcat(DistroTaggerComponent):
+class DistroTextcat(DistroPipe):
     """Exclusive multiclass classifier with label vectors; see the module docstring."""
 
-    saved_as = "distro_textcat"
-
-    def __init__(self, vocab, model: Model, name: str = "distro_textcat", *, w_steps: int = 100,
-                 a_steps: int = 20, nuclear_lambda: float = 1.0, a_learn_rate_scale: float = 1.0,
-                 cost: float = 1.0, scorer: Optional[Callable] = None):
-        super().__init__(vocab, model, name, overwrite=True, w_steps=w_steps, a_steps=a_steps,
-                         nuclear_lambda=nuclear_lambda, a_learn_rate_scale=a_learn_rate_scale,
-                         cost=cost, scorer=scorer)
+    factory = "distro_textcat"
 
     def _gold_labels(self, get_examples: Callable[[], Iterable[Example]]) -> List[str]:
         """The label set of the training data: the keys of the gold ``doc.cats``."""
@@ -118,7 +81,3 @@ class DistroTextcat(DistroTaggerComponent):
                                   f"the cats {gold} all at 1.0: {eg.reference.text[:60]!r}")
             ids.append(self._gold_id(index, gold[0] if gold else None))
         return numpy.asarray(ids, dtype=numpy.int32)
-
-    def candidate_mask(self, docs: Iterable[Doc]) -> None:
-        """Every class is a candidate of every Doc (no tag dictionary)."""
-        return None

@@ -5,74 +5,26 @@ Manning 2003) that writes the best tree to the span group ``spans_key``
 
 The grammar is read off the gold trees in ``initialize``; ``update`` has
 nothing to learn. Heavy modules (nltk, the compiled chart and forest code)
-load lazily so that importing this factory stays cheap.
+load lazily so that importing this module stays cheap.
 """
 from typing import Callable, Dict, Iterable, Optional
 
-import srsly
 from spacy.language import Language
-from spacy.pipeline import Pipe
 from spacy.training import Example
 
 from ..errors import StructPrefError
-from ..saving import atomic_directory, check_saved, load_errors, merged_settings
+from ..parsing.settings import (DEFAULT_SETTINGS, build_parser, check_parser_settings, grammar_from_trees,
+                                parser_settings)
+from ..saving import Part
+from .base import StructPrefPipe
 
 # doc.user_data flag of a Doc that got the flat fallback tree: why (parsing.parser's TOO_LONG or NO_PARSE)
 FALLBACK_KEY = "forest_parser_fallback"
 
-DEFAULT_CONFIG = {
-    "horizontal_markov": 2,
-    "vertical_markov": 2,
-    "tag_parent": True,
-    "split_unary_tags": True,
-    "split_in": True,
-    "split_percent": True,
-    "rare_threshold": 2,
-    "smooth": 1.0,
-    "base_signatures": True,
-    "beam": 1e-4,
-    "threshold": 1e-5,
-    "merit_threshold": 1e-6,
-    "max_expansions": 2000,
-    "max_length": 100,
-    "k": 50,
-    "tag_mode": "ignore",
-    "tag_bonus": 10.0,
-    "set_tags": True,
-    "store_forest": True,
-    "spans_key": "constituents",  # trees.doc.SPANS_KEY, which would load compiled code if imported here
-    "scorer": {"@scorers": "spacy_structpref.parseval_scorer.v1"},
-}
-
-# Serialised fields (the names ``exclude`` takes) and their files in a saved component.
-FILES = {"cfg": ("cfg.json", srsly.write_json, srsly.read_json),
-         "grammar": ("grammar.msgpack", srsly.write_msgpack, srsly.read_msgpack)}
+DEFAULT_CONFIG = {**DEFAULT_SETTINGS, "scorer": {"@scorers": "spacy_structpref.parseval_scorer.v1"}}
 
 
-@Language.factory(
-    "forest_parser",
-    assigns=["doc.spans", "token.tag", "doc._.nbest", "doc._.forest"],
-    default_config=DEFAULT_CONFIG,
-    default_score_weights={"parseval_f": 1.0, "parseval_p": 0.0, "parseval_r": 0.0, "parseval_f_40": 0.0,
-                           "parse_fallbacks": None, "parse_too_long": None},
-)
-def make_forest_parser(nlp: Language, name: str, horizontal_markov: int, vertical_markov: int,
-                       tag_parent: bool, split_unary_tags: bool, split_in: bool, split_percent: bool,
-                       rare_threshold: int, smooth: float, base_signatures: bool, beam: float, threshold: float,
-                       merit_threshold: float, max_expansions: int, max_length: Optional[int], k: int,
-                       tag_mode: str, tag_bonus: float, set_tags: bool, store_forest: bool, spans_key: str,
-                       scorer: Optional[Callable]):
-    return ForestParser(
-        nlp.vocab, name, scorer=scorer, horizontal_markov=horizontal_markov, vertical_markov=vertical_markov,
-        tag_parent=tag_parent, split_unary_tags=split_unary_tags, split_in=split_in, split_percent=split_percent,
-        rare_threshold=rare_threshold, smooth=smooth, base_signatures=base_signatures, beam=beam,
-        threshold=threshold, merit_threshold=merit_threshold, max_expansions=max_expansions,
-        max_length=max_length, k=k,
-        tag_mode=tag_mode, tag_bonus=tag_bonus, set_tags=set_tags, store_forest=store_forest,
-        spans_key=spans_key)
-
-
-class ForestParser(Pipe):
+class ForestParser(StructPrefPipe):
     """Settings (see ``DEFAULT_CONFIG``): grammar annotation
     (``horizontal_markov`` (-1 = none), ``vertical_markov`` (1 = no parent
     annotation), ``tag_parent``, ``split_unary_tags``, ``split_in``,
@@ -93,69 +45,32 @@ class ForestParser(Pipe):
     Streams go through spaCy's ``Pipe.pipe``: one Doc at a time (the parser
     has nothing to batch), a Doc that raises going to the error handler."""
 
+    factory = "forest_parser"
+
     def __init__(self, vocab, name: str = "forest_parser", *, scorer: Optional[Callable] = None, **cfg):
-        unknown = set(cfg) - set(DEFAULT_CONFIG)
-        if unknown:
-            raise StructPrefError(f"unknown forest_parser setting(s): {', '.join(sorted(unknown))}")
         self.vocab = vocab
         self.name = name
-        self.cfg = {key: value for key, value in DEFAULT_CONFIG.items() if key != "scorer"}
-        self.cfg.update(cfg)
-        self._check_cfg(self.cfg)
+        self.cfg = parser_settings(cfg)
         self.scorer = scorer
         self.grammar = None
         self._parser = None
-        from ..trees import register_extensions
-        register_extensions()
+        self.register_extensions()
 
     def _check_cfg(self, c: dict) -> None:
-        """Every setting of ``c`` checked here, so that a bad one fails when
-        the pipeline is built (or loaded), not at the first parse."""
-        from ..parsing.parser import check_count, check_settings
-
-        check_settings(c["beam"], c["threshold"], c["merit_threshold"], c["max_expansions"], c["tag_mode"],
-                       c["tag_bonus"], c["max_length"])
-        check_count("k", c["k"], 1)
-        check_count("rare_threshold", c["rare_threshold"], 0)
-        # a known word's P(T | w) divides by (count + smooth)
-        if not isinstance(c["smooth"], (int, float)) or not 0 <= c["smooth"] < float("inf"):
-            raise StructPrefError(f"smooth must be a finite number of at least 0, got {c['smooth']!r}")
-        if not isinstance(c["spans_key"], str) or not c["spans_key"]:
-            raise StructPrefError(f"spans_key must be a non-empty string, got {c['spans_key']!r}")
+        """Every setting checked when the pipeline is built or loaded, not at the first parse."""
+        check_parser_settings(c)
 
     # ------------------------------------------------------------- training
     def initialize(self, get_examples: Callable[[], Iterable[Example]], *, nlp: Optional[Language] = None):
         """Estimate the grammar from the reference trees of the examples."""
-        from nltk.tree import Tree
-
-        from ..trees.doc import doc_to_tree
-
-        trees = []
-        for eg in get_examples():
-            tree = doc_to_tree(eg.reference, self.cfg["spans_key"])
-            if tree is None:
-                continue
-            if tree.label() != "TOP":
-                tree = Tree("TOP", [tree])
-            trees.append(tree)
-        if not trees:
-            raise StructPrefError(
-                f"{self.name}: no training example has constituents in doc.spans[{self.cfg['spans_key']!r}] "
-                "(convert the treebank with `python -m spacy_structpref convert ptb corpus/ptb`)")
-        self.initialize_from_trees(trees)
+        self.initialize_from_trees(self.training_trees((eg.reference for eg in get_examples()), top=True))
 
     def initialize_from_trees(self, trees, skip_bad_trees: bool = False) -> "ForestParser":
         """Estimate the grammar from nltk trees (outer bracket ``TOP``) with
         this component's annotation and lexicon settings; ``skip_bad_trees``:
         leave out trees that are not treebank trees (a word under a phrase),
         counted in ``self.grammar.skipped_trees``, rather than fail."""
-        from ..parsing.grammar import Annotation, estimate_grammar
-
-        c = self.cfg
-        annotation = Annotation(c["horizontal_markov"], c["vertical_markov"], c["tag_parent"],
-                                c["split_unary_tags"], c["split_in"], c["split_percent"])
-        self.grammar = estimate_grammar(trees, annotation, rare_threshold=c["rare_threshold"], smooth=c["smooth"],
-                                        base_signatures=c["base_signatures"], skip_bad_trees=skip_bad_trees)
+        self.grammar = grammar_from_trees(trees, self.cfg, skip_bad_trees)
         self._parser = None
         return self
 
@@ -173,12 +88,7 @@ class ForestParser(Pipe):
             raise StructPrefError(f"{self.name} has no grammar: call nlp.initialize() with treebank examples "
                                   "or load a trained pipeline")
         if self._parser is None:
-            from ..parsing.parser import Parser
-            c = self.cfg
-            self._parser = Parser(self.grammar, beam=c["beam"], threshold=c["threshold"],
-                                  merit_threshold=c["merit_threshold"],
-                                  max_expansions=c["max_expansions"], tag_mode=c["tag_mode"],
-                                  tag_bonus=c["tag_bonus"], max_length=c["max_length"])
+            self._parser = build_parser(self.grammar, self.cfg)
         return self._parser
 
     def predict(self, docs):
@@ -211,10 +121,6 @@ class ForestParser(Pipe):
             else:
                 doc.user_data.pop(FALLBACK_KEY, None)
 
-    def __call__(self, doc):
-        self.set_annotations([doc], self.predict([doc]))
-        return doc
-
     def score(self, examples: Iterable[Example], **kwargs) -> Dict[str, float]:
         """PARSEVAL scores plus ``parse_fallbacks``: how many Docs got the
         flat fallback tree, and ``parse_too_long``: how many of them for
@@ -231,61 +137,14 @@ class ForestParser(Pipe):
         return scores
 
     # ------------------------------------------------------- serialisation
-    def _state(self, exclude) -> dict:
-        state = {}
-        if "cfg" not in exclude:
-            state["cfg"] = self.cfg
-        if "grammar" not in exclude:
-            state["grammar"] = self.grammar.to_dict() if self.grammar is not None else None
-        return state
-
-    def _load_state(self, state: dict) -> None:
-        """Set the fields present in ``state`` (one that ``exclude`` named, or
-        that a save lacks, is left as it is, as spaCy's pipes do). Every field
-        is read and checked before any is set: a refused save leaves the
-        component as it was."""
+    def _parts(self) -> Dict[str, Part]:
+        """``cfg`` (merged into the settings, checked) and ``grammar``."""
         from ..parsing.grammar import Grammar
 
-        cfg, grammar = self.cfg, self.grammar
-        if "cfg" in state:
-            cfg = merged_settings(self.name, self.cfg, state["cfg"])
-            self._check_cfg(cfg)
-        if "grammar" in state:
-            grammar = Grammar.from_dict(state["grammar"]) if state["grammar"] is not None else None
-        self.cfg, self.grammar, self._parser = cfg, grammar, None
+        return {"cfg": self._cfg_part(),
+                "grammar": Part(lambda: self.grammar.to_dict() if self.grammar is not None else None,
+                                lambda saved: Grammar.from_dict(saved) if saved is not None else None)}
 
-    def to_bytes(self, *, exclude=tuple()) -> bytes:
-        return srsly.msgpack_dumps(self._state(exclude))
-
-    def from_bytes(self, bytes_data: bytes, *, exclude=tuple()) -> "ForestParser":
-        with load_errors(self.name):
-            state = srsly.msgpack_loads(bytes_data)
-            self._load_state({field: value for field, value in state.items() if field not in exclude})
-        return self
-
-    def to_disk(self, path, *, exclude=tuple()) -> None:
-        with atomic_directory(path, "forest_parser") as tmp:
-            for field, value in self._state(exclude).items():
-                name, write, _ = FILES[field]
-                write(tmp / name, value)
-
-    def from_disk(self, path, *, exclude=tuple()) -> "ForestParser":
-        path = check_saved(path, "forest_parser")
-        with load_errors(f"{self.name} from {path}"):
-            self._load_state({field: read(path / name) for field, (name, _, read) in FILES.items()
-                              if field not in exclude and (path / name).exists()})
-        return self
-
-
-def preceding_forest_parser(nlp: Language, name: str, uses: str) -> str:
-    """The name of the nearest ``forest_parser`` before component ``name`` in
-    ``nlp``; a clear error when there is none. ``uses`` says what ``name``
-    takes from it ("reranks the k-best lists")."""
-    names = list(nlp.component_names)  # disabled (e.g. frozen) components included
-    if name not in names:
-        raise StructPrefError(f"{name} is not a component of this pipeline ({names})")
-    parsers = [n for n in names[:names.index(name)] if nlp.get_pipe_meta(n).factory == "forest_parser"]
-    if not parsers:
-        raise StructPrefError(f"{name} {uses} of a forest_parser, and no forest_parser "
-                              f"precedes it in the pipeline {names}: add one before it")
-    return parsers[-1]
+    def _adopt(self, staged: dict) -> None:
+        self.cfg, self.grammar = staged.get("cfg", self.cfg), staged.get("grammar", self.grammar)
+        self._parser = None

@@ -24,41 +24,22 @@ Nothing compiled is imported here: the classifier loads on use.
 from typing import Callable, Dict, Iterable, List, Optional
 
 import numpy as np
-import srsly
 from spacy.language import Language
-from spacy.pipeline import Pipe
 from spacy.training import Example, validate_get_examples
 
 from ..errors import SavedModelError, StructPrefError
-from ..saving import atomic_directory, check_saved, load_errors
-
-DEFAULT_KERNEL = {"@misc": "spacy_structpref.NamedDocKernel.v1", "name": "tree", "lam": 0.4, "alpha": 1.0,
-                  "bow_weight": 0.5, "merit_ratio": None, "n_threads": 2}
-DEFAULT_C_GRID = [0.3, 1.0, 3.0, 10.0, 30.0, 100.0]
+from ..saving import Part
+from .base import StructPrefPipe, preceding_pipe
 
 
-@Language.factory(
-    "kernel_textcat",
-    assigns=["doc.cats"],
-    requires=["doc.spans"],
-    default_config={"kernel": DEFAULT_KERNEL, "C_grid": DEFAULT_C_GRID, "dev_every": 10, "n_threads": 2,
-                    "scorer": {"@scorers": "spacy_structpref.textcat_scorer.v1"}},
-    default_score_weights={"cats_score": 1.0, "cats_accuracy": 0.0, "cats_micro_p": None, "cats_micro_r": None,
-                           "cats_micro_f": None, "cats_macro_p": None, "cats_macro_r": None,
-                           "cats_macro_f": None, "cats_macro_auc": None, "cats_f_per_type": None},
-)
-def make_kernel_textcat(nlp: Language, name: str, kernel, C_grid: List[float], dev_every: int, n_threads: int,
-                        scorer: Optional[Callable]) -> "KernelTextCategorizer":
-    return KernelTextCategorizer(nlp.vocab, kernel, name, C_grid=C_grid, dev_every=dev_every,
-                                 n_threads=n_threads, scorer=scorer)
-
-
-class KernelTextCategorizer(Pipe):
+class KernelTextCategorizer(StructPrefPipe):
     """Settings: ``kernel`` (a Doc kernel), ``C_grid`` (the SVM's C; chosen
     on the held-out examples when it has several), ``dev_every`` (every
     n-th example of ``initialize`` is held out for that choice: TREC QC's
     dev split when the examples are its training questions in order),
     ``n_threads`` (binary SVMs trained at once). See the module docstring."""
+
+    factory = "kernel_textcat"
 
     def __init__(self, vocab, kernel, name: str = "kernel_textcat", *, C_grid: Iterable[float] = (1.0,),
                  dev_every: int = 10, n_threads: int = 2, scorer: Optional[Callable] = None):
@@ -69,8 +50,7 @@ class KernelTextCategorizer(Pipe):
         self.vocab, self.name, self.kernel, self.scorer = vocab, name, kernel, scorer
         self.cfg = self._checked_cfg({"C_grid": C_grid, "dev_every": dev_every, "n_threads": n_threads})
         self._classifier = None
-        from ..trees import register_extensions
-        register_extensions()
+        self.register_extensions()
 
     def _checked_cfg(self, cfg: dict) -> dict:
         """``cfg`` (C_grid, dev_every, n_threads) checked, C_grid as floats."""
@@ -84,6 +64,12 @@ class KernelTextCategorizer(Pipe):
         if not isinstance(n_threads, int) or n_threads < 1:
             raise StructPrefError(f"{self.name}: n_threads must be an integer of at least 1, got {n_threads!r}")
         return {**cfg, "C_grid": C_grid}
+
+    def _staged_cfg(self, saved: dict) -> dict:
+        """Saved settings: the same keys as these, checked."""
+        if set(saved) != set(self.cfg):
+            raise SavedModelError(f"{self.name}: the saved settings {sorted(saved)} are not {sorted(self.cfg)}")
+        return self._checked_cfg(saved)
 
     def _new_classifier(self, cfg: dict):
         from ..classification.classifier import KernelClassifier
@@ -108,9 +94,7 @@ class KernelTextCategorizer(Pipe):
     def _upstream(self, nlp: Language) -> List[str]:
         """The components before this one; a clear error when no
         ``forest_parser`` is among them (or it keeps no forests that the kernel needs)."""
-        from .forest_parser import preceding_forest_parser
-
-        parser = preceding_forest_parser(nlp, self.name, "classifies the parses")
+        parser = preceding_pipe(nlp, self.name, "forest_parser", "classifies the parses")
         if getattr(self.kernel, "needs_forest", False) and not nlp.get_pipe(parser).cfg["store_forest"]:
             raise StructPrefError(f"{self.name}'s kernel reads packed forests, and {parser} does not store "
                                   "them: set its store_forest = true")
@@ -179,53 +163,35 @@ class KernelTextCategorizer(Pipe):
             p /= p.sum()
             doc.cats = {label: float(v) for label, v in zip(labels, p)}
 
-    def __call__(self, doc):
-        self.set_annotations([doc], self.predict([doc]))
-        return doc
-
     def score(self, examples: Iterable[Example], **kwargs) -> Dict[str, float]:
         kwargs.setdefault("labels", self.labels)
         return dict(self.scorer(examples, **kwargs)) if self.scorer is not None else {}
 
     # ------------------------------------------------------- serialisation
-    def to_bytes(self, *, exclude=tuple()) -> bytes:
-        state = {"cfg": self.cfg}
-        if "model" not in exclude and self.classifier.is_trained:
-            state["model"] = self.classifier.to_bytes()
-        return srsly.msgpack_dumps(state)
+    def _parts(self) -> Dict[str, Part]:
+        """``cfg`` (the same settings, checked) and ``model`` (the trained
+        SVMs, none before training): a save with a model loads into the
+        classifier its cfg describes, one without leaves the component
+        untrained."""
+        def write_model(path) -> None:
+            if self.classifier.is_trained:
+                path.mkdir()
+                self.classifier.to_disk(path)
 
-    def from_bytes(self, bytes_data: bytes, *, exclude=tuple()) -> "KernelTextCategorizer":
-        with load_errors(self.name):
-            state = srsly.msgpack_loads(bytes_data)
-            has_model = "model" in state and "model" not in exclude
-            self._load(state["cfg"], (lambda classifier: classifier.from_bytes(state["model"])) if has_model else None)
-        return self
+        def read_model(path) -> Optional[Callable]:
+            return (lambda classifier: classifier.from_disk(path)) if path.is_dir() else None
 
-    def to_disk(self, path, *, exclude=tuple()) -> None:
-        with atomic_directory(path, "kernel_textcat") as tmp:
-            srsly.write_json(tmp / "cfg.json", self.cfg)
-            if "model" not in exclude and self.classifier.is_trained:
-                (tmp / "model").mkdir()
-                self.classifier.to_disk(tmp / "model")
+        return {"cfg": self._cfg_part(),
+                "model": Part(lambda: self.classifier.to_bytes() if self.classifier.is_trained else None,
+                              lambda data: None if data is None else lambda classifier: classifier.from_bytes(data),
+                              "model", write_model, read_model)}
 
-    def from_disk(self, path, *, exclude=tuple()) -> "KernelTextCategorizer":
-        path = check_saved(path, "kernel_textcat")
-        with load_errors(f"{self.name} from {path}"):
-            has_model = "model" not in exclude and (path / "model").is_dir()
-            self._load(srsly.read_json(path / "cfg.json"),
-                       (lambda classifier: classifier.from_disk(path / "model")) if has_model else None)
-        return self
-
-    def _load(self, saved_cfg: dict, load_model: Optional[Callable]) -> None:
-        """Check the saved settings, build the classifier they describe,
-        ``load_model`` into it (None: the save has no model, the component is
-        then untrained), and only then adopt both: a refused save leaves the
-        component as it was."""
-        if set(saved_cfg) != set(self.cfg):
-            raise SavedModelError(f"{self.name}: the saved settings {sorted(saved_cfg)} are not "
-                                  f"{sorted(self.cfg)}")
-        cfg = self._checked_cfg(saved_cfg)
+    def _adopt(self, staged: dict) -> None:
+        """A new classifier for the loaded cfg, with the loaded model if any."""
+        if not staged:
+            return
+        cfg = staged.get("cfg", self.cfg)
         classifier = self._new_classifier(cfg)
-        if load_model is not None:
-            load_model(classifier)
+        if staged.get("model") is not None:
+            staged["model"](classifier)
         self.cfg, self._classifier = cfg, classifier

@@ -32,45 +32,16 @@ Nothing compiled is imported here: the learner modules load on use.
 import warnings
 from typing import Callable, Dict, Iterable, Optional
 
-import srsly
 from spacy.language import Language
-from spacy.pipeline import Pipe
-from spacy.tokens import Doc
 from spacy.training import Example, validate_get_examples
 from spacy.util import ensure_path
 
 from ..errors import StructPrefError
-from ..learners.registrations import perceptron_config
-from ..saving import atomic_directory, check_saved, merged_settings
-
-# The kernel voted perceptron with the composite kernel K_λ + b·log p·log p'
-DEFAULT_LEARNER = perceptron_config(
-    {"@misc": "spacy_structpref.CompositeKernel.v1", "b": 0.2,
-     "tree_kernel": {"@misc": "spacy_structpref.TreeKernel.v1", "lam": 0.3, "sigma": 1, "normalize": True}})
+from ..saving import Part
+from .base import LearnerPipe, check_spans_key, preceding_pipe
 
 
-def register_rerank_extension() -> None:
-    """``doc._.rerank``: ``{"index", "score", "scores"}`` of the chosen parse (idempotent)."""
-    if not Doc.has_extension("rerank"):
-        Doc.set_extension("rerank", default=None)
-
-
-@Language.factory(
-    "parse_reranker",
-    assigns=["doc.spans", "token.tag", "doc._.rerank"],
-    requires=["doc._.nbest"],
-    default_config={"learner": DEFAULT_LEARNER, "k": 50, "n_folds": 10, "n_jobs": None, "min_gap": 0.05,
-                    "set_tags": True, "spans_key": "constituents",
-                    "scorer": {"@scorers": "spacy_structpref.parseval_scorer.v1"}},
-    default_score_weights={"parseval_f": 1.0, "parseval_p": 0.0, "parseval_r": 0.0, "parseval_f_40": 0.0},
-)
-def make_parse_reranker(nlp: Language, name: str, learner, k: int, n_folds: int, n_jobs: Optional[int],
-                        min_gap: float, set_tags: bool, spans_key: str, scorer: Optional[Callable]) -> "ParseReranker":
-    return ParseReranker(nlp.vocab, learner, name, k=k, n_folds=n_folds, n_jobs=n_jobs, min_gap=min_gap,
-                         set_tags=set_tags, spans_key=spans_key, scorer=scorer)
-
-
-class ParseReranker(Pipe):
+class ParseReranker(LearnerPipe):
     """Settings: ``learner`` (a preference learner), ``k`` (candidates
     reranked: the first k of each list; the ``forest_parser``'s k must be at
     least this), ``n_folds`` (jackknife folds for the training lists),
@@ -78,6 +49,9 @@ class ParseReranker(Pipe):
     ``min_gap`` (a list's target is trained against its candidates of F1
     lower by more than this; see ``reranking.scorers.training_sets``), ``set_tags``, ``spans_key`` (gold trees for ``initialize`` and scoring,
     and the chosen tree). See the module docstring for how training works."""
+
+    factory = "parse_reranker"
+    doc_extensions = ("rerank",)  # {"index", "score", "scores"} of the chosen parse
 
     def __init__(self, vocab, learner, name: str = "parse_reranker", *, k: int = 50, n_folds: int = 10,
                  n_jobs: Optional[int] = None, min_gap: float = 0.05, set_tags: bool = True,
@@ -94,9 +68,7 @@ class ParseReranker(Pipe):
         self._lists: Optional[dict] = None  # words -> jackknifed RerankItem, from initialize
         self._ready = False  # the learner was initialized or loaded
         self._warned = False  # about examples without a list
-        from ..trees import register_extensions
-        register_extensions()
-        register_rerank_extension()
+        self.register_extensions()
 
     def _check_cfg(self, c: dict) -> None:
         if c["k"] < 1:
@@ -107,27 +79,14 @@ class ParseReranker(Pipe):
             raise StructPrefError(f"{self.name}: min_gap is an F1 difference in [0, 1), got {c['min_gap']}")
         if c["n_jobs"] is not None and c["n_jobs"] < 1:
             raise StructPrefError(f"{self.name}: n_jobs must be at least 1 (or null), got {c['n_jobs']}")
-        if not isinstance(c["spans_key"], str) or not c["spans_key"]:
-            raise StructPrefError(f"{self.name}: spans_key must be a non-empty string, got {c['spans_key']!r}")
+        check_spans_key(self.name, c["spans_key"])
 
     # --------------------------------------------------------- the pipeline
-    @property
-    def is_trainable(self) -> bool:
-        return True
-
-    @property
-    def model(self):
-        """The learner's Thinc model (the recursive network's), if it has one:
-        spaCy then steps it with its optimizer and evaluates with its averages."""
-        return getattr(self.learner, "model", None)
-
     def check_pipeline(self, nlp: Language) -> dict:
         """The settings of the ``forest_parser`` whose lists this component
         reranks: the nearest one before it in ``nlp``; a clear error when
         there is none, or when its k is smaller than this component's."""
-        from .forest_parser import preceding_forest_parser
-
-        parser_name = preceding_forest_parser(nlp, self.name, "reranks the k-best lists")
+        parser_name = preceding_pipe(nlp, self.name, "forest_parser", "reranks the k-best lists")
         parser = nlp.get_pipe(parser_name)
         if parser.cfg["k"] < self.cfg["k"]:
             raise StructPrefError(f"{parser_name} keeps {parser.cfg['k']}-best lists, but {self.name} reranks "
@@ -142,7 +101,6 @@ class ParseReranker(Pipe):
         the module docstring) and initialize the learner on them."""
         from ..reranking import jackknife_lists, load_items, save_items
         from ..reranking.scorers import first_k, learner_symbols, takes_forest, training_sets
-        from ..trees.doc import doc_to_tree
 
         validate_get_examples(get_examples, f"{type(self).__name__}.initialize")
         if nlp is None:
@@ -152,11 +110,8 @@ class ParseReranker(Pipe):
         if path is not None and path.exists():
             items = load_items(path, learner_symbols(self.learner))
         else:
-            trees = [self._gold_tree(doc_to_tree(eg.reference, self.cfg["spans_key"])) for eg in get_examples()]
-            trees = [t for t in trees if t is not None]
-            if not trees:
-                raise StructPrefError(f"{self.name}: no training example has constituents in "
-                                      f"doc.spans[{self.cfg['spans_key']!r}]")
+            # TOP-rooted, as the parser's candidates are
+            trees = self.training_trees((eg.reference for eg in get_examples()), top=True)
             items = jackknife_lists(trees, settings=parser_cfg, n_folds=self.cfg["n_folds"], k=self.cfg["k"],
                                     with_forest=takes_forest(self.learner), n_jobs=self.cfg["n_jobs"],
                                     progress=True, symbols=learner_symbols(self.learner))
@@ -171,14 +126,6 @@ class ParseReranker(Pipe):
             raise StructPrefError(f"{self.name}: no training list has two candidates to choose from")
         self.learner.initialize(sets, gold)
         self._ready = True
-
-    @staticmethod
-    def _gold_tree(tree):
-        from nltk.tree import Tree
-
-        if tree is None or tree.label() == "TOP":
-            return tree
-        return Tree("TOP", [tree])  # the parser's candidates are TOP-rooted, as forest_parser trains
 
     def update(self, examples: Iterable[Example], *, drop: float = 0.0, sgd=None,
                losses: Optional[Dict[str, float]] = None) -> Dict[str, float]:
@@ -211,14 +158,6 @@ class ParseReranker(Pipe):
         self.learner.update(sets, gold, sgd=sgd, losses=step, **extra)
         losses[self.name] += sum(step.values())
         return losses
-
-    def finish_update(self, sgd) -> None:
-        self.learner.finish_update(sgd)
-
-    def use_params(self, params: dict):
-        """Predict (and save) with ``params`` (an optimizer's averages) in place."""
-        with self.learner.use_params(params):
-            yield
 
     # ------------------------------------------------------------ reranking
     def predict(self, docs):
@@ -261,56 +200,24 @@ class ParseReranker(Pipe):
             set_tree(doc, tree, set_tags=self.cfg["set_tags"], spans_key=self.cfg["spans_key"])
             doc._.rerank = {"index": best, "score": float(scores[best]), "scores": scores.tolist()}
 
-    def __call__(self, doc: Doc) -> Doc:
-        self.set_annotations([doc], self.predict([doc]))
-        return doc
-
     def score(self, examples: Iterable[Example], **kwargs) -> Dict[str, float]:
         """PARSEVAL (EVALB conventions) of the trees in ``spans_key``."""
         kwargs["spans_key"] = self.cfg["spans_key"]
         return dict(self.scorer(examples, **kwargs)) if self.scorer is not None else {}
 
     # ------------------------------------------------------- serialisation
-    def to_bytes(self, *, exclude=tuple()) -> bytes:
-        state = {}
-        if "cfg" not in exclude:
-            state["cfg"] = self.cfg
-        if "learner" not in exclude:
-            state["learner"] = self.learner.to_bytes() if self._ready else None
-        return srsly.msgpack_dumps(state)
+    def _parts(self) -> Dict[str, Part]:
+        """``cfg`` (merged into the settings, checked) and ``learner`` (none
+        before training), loaded into the learner, which loads all or nothing."""
+        def write_learner(path) -> None:
+            if self._ready:
+                self.learner.to_disk(path)
 
-    def from_bytes(self, bytes_data: bytes, *, exclude=tuple()) -> "ParseReranker":
-        state = srsly.msgpack_loads(bytes_data)
-        cfg = self._saved_cfg(state["cfg"]) if "cfg" in state and "cfg" not in exclude else self.cfg
-        if state.get("learner") is not None and "learner" not in exclude:
-            self.learner.from_bytes(state["learner"])
-            self._ready = True
-        self.cfg = cfg
-        return self
+        return {"cfg": self._cfg_part(),
+                "learner": Part(lambda: self.learner.to_bytes() if self._ready else None,
+                                lambda data: None if data is None else self.learner.from_bytes(data),
+                                "learner", write_learner, self.learner.from_disk)}
 
-    def to_disk(self, path, *, exclude=tuple()) -> None:
-        with atomic_directory(path, "parse_reranker") as tmp:
-            if "cfg" not in exclude:
-                srsly.write_json(tmp / "cfg.json", self.cfg)
-            if "learner" not in exclude and self._ready:
-                self.learner.to_disk(tmp / "learner")
-
-    def from_disk(self, path, *, exclude=tuple()) -> "ParseReranker":
-        path = check_saved(path, "parse_reranker")
-        cfg = self.cfg
-        if "cfg" not in exclude and (path / "cfg.json").exists():
-            cfg = self._saved_cfg(srsly.read_json(path / "cfg.json"))
-        if "learner" not in exclude and (path / "learner").exists():
-            self.learner.from_disk(path / "learner")
-            self._ready = True
-        self.cfg = cfg
-        return self
-
-    def _saved_cfg(self, saved: dict) -> dict:
-        """The settings with those of ``saved`` in place, checked; the
-        loaders adopt them only once the learner has loaded too, so a refused
-        save (its cfg or its learner) leaves the component as it was (the
-        learners load all or nothing)."""
-        cfg = merged_settings(self.name, self.cfg, saved)
-        self._check_cfg(cfg)
-        return cfg
+    def _adopt(self, staged: dict) -> None:
+        self.cfg = staged.get("cfg", self.cfg)
+        self._ready = self._ready or staged.get("learner") is not None

@@ -212,14 +212,15 @@ def jackknife_lists(train_trees: Sequence[Tree], settings: Optional[dict] = None
     held-out sentences are parsed in shards of ``shard_size`` (fold × shard
     tasks), so a cluster of more workers than folds stays busy. The same
     items, in the same order; all forests share the table ``symbols``."""
-    from ..reranking.data import _assemble, _check_k, fold_assignment, parser_settings
+    from ..parsing.settings import parser_settings
+    from ..reranking.data import assemble_parts, check_k, fold_assignment
 
     trees = list(train_trees)
     if not all(isinstance(t, Tree) for t in trees):
         raise StructPrefError("jackknifing needs gold trees (nltk Trees) for every training sentence")
     shard_size = _check_size("shard_size", shard_size)
     cfg = parser_settings(settings)
-    k = _check_k(cfg["k"] if k is None else k)
+    k = check_k(cfg["k"] if k is None else k)
     folds = fold_assignment(len(trees), n_folds)
     with runner(**_where(client, scheduler, n_workers), in_process=len(trees) < SMALL["parse"]) as run:
         shared = run.share(trees)
@@ -232,7 +233,7 @@ def jackknife_lists(train_trees: Sequence[Tree], settings: Optional[dict] = None
                                           with_forest, f))
                 sizes.append(b - a)
         parts = run.gather(handles, sizes, "jackknife:sent", progress)
-    return _assemble(parts, symbols)
+    return assemble_parts(parts, symbols)
 
 
 def parse_lists(sentences: Sequence, parser, k: int = 50, with_forest: bool = False, *, shard_size: int = 50,
@@ -240,10 +241,10 @@ def parse_lists(sentences: Sequence, parser, k: int = 50, with_forest: bool = Fa
                 symbols=None) -> list:
     """:func:`spacy_structpref.reranking.parse_lists` on a cluster: the
     parser sent once, the sentences (gold trees or word lists) in shards."""
-    from ..reranking.data import _assemble, _check_k
+    from ..reranking.data import assemble_parts, check_k
 
     sentences = list(sentences)
-    k = _check_k(k)
+    k = check_k(k)
     shard_size = _check_size("shard_size", shard_size)
     if not sentences:
         return []
@@ -252,7 +253,7 @@ def parse_lists(sentences: Sequence, parser, k: int = 50, with_forest: bool = Fa
         shared = run.share(Packed(parser, what="parser"))
         handles = [run.submit(tasks.parse_items, shared, sentences[a:b], k, with_forest, -1) for a, b in bounds]
         parts = run.gather(handles, [b - a for a, b in bounds], "parse:sent", progress)
-    return _assemble(parts, symbols)
+    return assemble_parts(parts, symbols)
 
 
 # ------------------------------------------------- incremental attachment
@@ -319,7 +320,7 @@ def attachment_utilities(model, trees: Sequence[Tree], *, shard_size: int = 100,
     from ..components.attachment_predictor import AttachmentPredictor, find_attachment_predictor
 
     component = model if isinstance(model, AttachmentPredictor) else find_attachment_predictor(_pipeline(model))
-    component._require_inventory()
+    component.require_inventory()
     trees = list(trees)
     with runner(**_where(client, scheduler, n_workers), in_process=len(trees) < SMALL["candidates"]) as run:
         where = {"n_workers": 0} if isinstance(run, LocalRunner) else {"client": run.client}

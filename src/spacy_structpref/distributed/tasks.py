@@ -91,12 +91,12 @@ def fold_parser(trees: Sequence, fold: int, n_folds: int, settings: dict) -> Pac
 
 def parse_items(parser: Packed, sentences: Sequence, k: int, with_forest: bool, fold: int):
     """One shard's rerank items, forests and their table
-    (:func:`~spacy_structpref.reranking.data._parse_items`)."""
-    from ..reranking.data import _parse_items
+    (:func:`~spacy_structpref.reranking.data.parse_part`)."""
+    from ..reranking.data import parse_part
 
     value, lock = parser.get()
     with lock:
-        items, forests, symbols = _parse_items(value, sentences, k, with_forest, fold)
+        items, forests, symbols = parse_part(value, sentences, k, with_forest, fold)
         return items, forests, pickle.loads(pickle.dumps(symbols))  # a snapshot: the table grows with the next shard
 
 

@@ -6,10 +6,11 @@ matrices, and kernel blocks on hash-consed tree sets
 node pair once."""
 from .composite import composite_gram, composite_kernel
 from .dag import dag_kernel_block, dag_nbytes, dag_self_kernels, dag_weighted_sums
-from .forests import PreparedForest, forest_gram, forest_kernel
+from .forests import PreparedForest, forest_block, forest_gram, forest_kernel, normalise_forest_gram
 from .trees import TreeBatch, gram, pack, tree_kernel
 
 __all__ = [
     "PreparedForest", "TreeBatch", "composite_gram", "composite_kernel", "dag_kernel_block", "dag_nbytes",
-    "dag_self_kernels", "dag_weighted_sums", "forest_gram", "forest_kernel", "gram", "pack", "tree_kernel",
+    "dag_self_kernels", "dag_weighted_sums", "forest_block", "forest_gram", "forest_kernel", "gram",
+    "normalise_forest_gram", "pack", "tree_kernel",
 ]

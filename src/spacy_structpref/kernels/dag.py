@@ -11,7 +11,8 @@ from ..trees.arrays import INT, TreeArrays
 from ..trees.dag import TreeSetDAG
 from . import _kernels
 from .inputs import check_lambda, check_sigma
-from .trees import cosine, finite_or_raise, log_cosine, log_parameters, pack, with_logs
+from .numerics import cosine, finite_or_raise, log_cosine, log_parameters, with_logs
+from .trees import pack
 
 
 def _packed(dag: TreeSetDAG):

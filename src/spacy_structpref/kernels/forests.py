@@ -17,7 +17,8 @@ and 9 s per kernel), so forests above ``max_nodes`` nodes
 ``forest_parser`` forests of 100 words, its ``max_length``, have about
 8,000.
 """
-from typing import Optional
+from concurrent.futures import ThreadPoolExecutor
+from typing import Optional, Sequence
 
 import numpy as np
 
@@ -27,9 +28,11 @@ from ..trees.convert import shared_symbols, to_forest
 from ..trees.forest import Forest
 from . import _kernels
 from .inputs import check_lambda
-from .trees import cosine, finite_or_raise, log_cosine, with_logs
+from .numerics import cosine, finite_or_raise, log_cosine, with_logs
 
 MAX_FOREST_NODES = 10_000
+# Progress bars of a forest block appear (on a terminal) from this many kernel evaluations on.
+PROGRESS_MIN_PAIRS = 100_000
 
 
 class PreparedForest:
@@ -82,15 +85,23 @@ class PreparedForest:
         return float(_log_kernels(np.array([self.self_kernel(lam)]), [(self, self)], lam)[0])
 
 
-def _forest_kernel(p1: PreparedForest, p2: PreparedForest, lam: float, log_space: bool = False) -> float:
+def _kernel_sum(p1: PreparedForest, first: np.ndarray, last: np.ndarray, p2: PreparedForest, lam: float,
+                log_space: bool) -> float:
+    """K(f1, f2) by the compiled loop, ``first``/``last``: f1's rule slices."""
     f1, f2 = p1.forest, p2.forest
-    n_rules = int(max(f1.rule.max(initial=-1), f2.rule.max(initial=-1))) + 1
-    first, last = p1.rule_slices(n_rules)
     (q1, mu1), (q2, mu2) = (p1.logs, p2.logs) if log_space else ((p1.q, p1.mu), (p2.q, p2.mu))
     return _kernels.forest_kernel_sum(
         f1.head, f1.tail_start, f1.tails, q1, mu1, p1.by_rule, first, last,
         f2.head, f2.tail_start, f2.tails, f2.rule, q2, mu2, p2.by_head,
         f1.n_nodes, f2.n_nodes, float(np.log(lam)) if log_space else lam, log_space)
+
+
+def _forest_kernel(p1: PreparedForest, p2: PreparedForest, lam: float, log_space: bool = False) -> float:
+    """K(f1, f2) of one pair (``log_space``: log K, exact where K overflows)."""
+    f1, f2 = p1.forest, p2.forest
+    n_rules = int(max(f1.rule.max(initial=-1), f2.rule.max(initial=-1))) + 1
+    first, last = p1.rule_slices(n_rules)
+    return _kernel_sum(p1, first, last, p2, lam, log_space)
 
 
 def _log_kernels(K: np.ndarray, pairs, lam: float) -> np.ndarray:
@@ -99,8 +110,11 @@ def _log_kernels(K: np.ndarray, pairs, lam: float) -> np.ndarray:
                                      for i in np.flatnonzero(bad)])
 
 
-def _normalised(K: np.ndarray, pa, pb, lam: float) -> np.ndarray:
-    """Cosine normalisation of the kernel matrix between two lists of prepared forests."""
+def normalise_forest_gram(K: np.ndarray, pa: Sequence[PreparedForest], pb: Sequence[PreparedForest],
+                          lam: float) -> np.ndarray:
+    """Cosine normalisation of the unnormalised kernel matrix ``K`` between
+    two lists of prepared forests (:func:`forest_block`); pairs whose value
+    or self-kernels left the double range are recomputed with logarithms."""
     da = np.array([x.self_kernel(lam) for x in pa])
     db = np.array([x.self_kernel(lam) for x in pb])
     if np.isfinite(K).all() and np.isfinite(da).all() and np.isfinite(db).all():
@@ -109,6 +123,57 @@ def _normalised(K: np.ndarray, pa, pb, lam: float) -> np.ndarray:
     log_K = _log_kernels(K.ravel(), pairs, lam).reshape(K.shape)
     return log_cosine(log_K, np.array([x.log_self_kernel(lam) for x in pa]),
                       np.array([x.log_self_kernel(lam) for x in pb]))
+
+
+def forest_block(a: Sequence[PreparedForest], b: Optional[Sequence[PreparedForest]] = None, lam: float = 0.4,
+                 n_threads: int = 1, progress=None, n_rules: Optional[int] = None) -> np.ndarray:
+    """Unnormalised forest-kernel matrix between two lists of
+    :class:`PreparedForest` (``b=None``: symmetric, the upper triangle
+    computed and mirrored, the diagonal kept as the forests' self-kernels).
+    Each row's rule index is built once for the whole row (``n_rules``: the
+    symbol table's production count, by default the largest rule id seen
+    plus one), and rows go to ``n_threads`` threads (the compiled loop
+    releases the GIL). ``progress``: True/False, or None for a bar on
+    terminals from :data:`PROGRESS_MIN_PAIRS` kernel evaluations on."""
+    lam = check_lambda(lam)
+    symmetric = b is None
+    b = a if symmetric else b
+    out = np.zeros((len(a), len(b)))
+    if not len(a) or not len(b):
+        return out
+    if n_rules is None:
+        n_rules = int(max(max(p.forest.rule.max(initial=-1) for p in a),
+                          max(p.forest.rule.max(initial=-1) for p in b))) + 1
+
+    def row(i: int) -> None:
+        first, last = a[i].rule_slices(n_rules)
+        for j in range(i if symmetric else 0, len(b)):
+            out[i, j] = _kernel_sum(a[i], first, last, b[j], lam, False)
+
+    n_pairs = len(a) * len(b) // (2 if symmetric else 1)
+    if progress is None:
+        progress = None if n_pairs >= PROGRESS_MIN_PAIRS else False
+    from tqdm import tqdm
+
+    # disable=None: tqdm shows the bar only on a terminal
+    bar = tqdm(total=len(a), desc="forest gram", unit="row", disable=None if progress is None else not progress)
+    try:
+        if n_threads <= 1:
+            for i in range(len(a)):
+                row(i)
+                bar.update(1)
+        else:
+            # a symmetric matrix's rows shrink: hand them out longest first, one at a time
+            with ThreadPoolExecutor(max_workers=n_threads) as pool:
+                for _ in pool.map(row, range(len(a))):
+                    bar.update(1)
+    finally:
+        bar.close()
+    if symmetric:
+        out += np.triu(out, 1).T
+        for i, p in enumerate(a):
+            p._self.setdefault(lam, out[i, i])
+    return out
 
 
 def _prepare(item, symbols: SymbolTable, max_nodes: int) -> PreparedForest:
@@ -136,10 +201,5 @@ def forest_gram(A, B=None, lam: float = 0.4, normalize: bool = True,
     symbols = _symbols_of(list(A) + list(B or []), symbols)
     pa = [_prepare(x, symbols, max_nodes) for x in A]
     pb = pa if B is None else [_prepare(x, symbols, max_nodes) for x in B]
-    K = np.zeros((len(pa), len(pb)))
-    for i, x in enumerate(pa):
-        for j in range(i if B is None else 0, len(pb)):
-            K[i, j] = x.self_kernel(lam) if x is pb[j] else _forest_kernel(x, pb[j], lam)
-            if B is None:
-                K[j, i] = K[i, j]
-    return _normalised(K, pa, pb, lam) if normalize else finite_or_raise(K, "forest kernel")
+    K = forest_block(pa, None if B is None else pb, lam, progress=False)
+    return normalise_forest_gram(K, pa, pb, lam) if normalize else finite_or_raise(K, "forest kernel")

@@ -19,6 +19,7 @@ from ..trees.convert import shared_symbols, tree_batch
 from ..trees.forest import Forest
 from . import _kernels
 from .inputs import check_lambda, check_sigma
+from .numerics import cosine, finite_or_raise, log_cosine, log_parameters, with_logs
 
 # Progress bars appear (on a terminal) from this many kernel evaluations on.
 PROGRESS_MIN_PAIRS = 1_000_000
@@ -198,53 +199,6 @@ def gram(A, B=None, lam: float = 0.4, normalize: bool = True, n_threads: int = 2
     log_K = with_logs(K, lambda bad: _kernels.log_pair_kernels(batch_a.packed, other.packed, rows[bad], cols[bad],
                                                                *log_parameters(lam, sigma)))
     return log_cosine(log_K, batch_a.log_self_kernels(lam, sigma), other.log_self_kernels(lam, sigma))
-
-
-def log_parameters(lam: float, sigma: float) -> Tuple[float, float]:
-    """λ and σ as the ``Log`` arithmetic of ``_kernels`` takes them."""
-    return float(np.log(lam)), 0.0 if sigma else -np.inf
-
-
-def with_logs(values: np.ndarray, exact_logs) -> np.ndarray:
-    """``log(values)``, where a value is not finite ``exact_logs(mask)``
-    (the logarithms recomputed without overflow for the entries in mask)."""
-    bad = ~np.isfinite(values)
-    with np.errstate(divide="ignore"):
-        out = np.log(np.where(bad, 1.0, values))
-    if bad.any():
-        out[bad] = exact_logs(bad)
-    return out
-
-
-def cosine(K: np.ndarray, da: np.ndarray, db: np.ndarray) -> np.ndarray:
-    """``K[i, j] / sqrt(da[i] db[j])`` from finite values, in [0, 1]: the
-    roots split into mantissa and exponent (the product of two self-kernels
-    underflows at λ = 1e-300; scaling by powers of 2 is exact and keeps a
-    symmetric K symmetric), rounding above 1 clipped (Cauchy–Schwarz), 0
-    for a zero norm."""
-    ma, ea = np.frexp(np.sqrt(da))
-    mb, eb = np.frexp(np.sqrt(db))
-    norm = ma[:, None] * mb[None, :]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        out = np.ldexp(K, -(ea[:, None] + eb[None, :])) / norm
-    return np.clip(np.where(norm > 0, out, 0.0), 0.0, 1.0)
-
-
-def log_cosine(log_K: np.ndarray, log_da: np.ndarray, log_db: np.ndarray) -> np.ndarray:
-    """:func:`cosine` from the logarithms of K and the self-kernels."""
-    log_norm = log_da[:, None] / 2 + log_db[None, :] / 2
-    with np.errstate(invalid="ignore"):
-        out = np.exp(log_K - log_norm)
-    return np.clip(np.where(np.isfinite(log_norm), out, 0.0), 0.0, 1.0)
-
-
-def finite_or_raise(values, what: str):
-    """``values`` if all finite, else the error that says the kernel left the double range."""
-    if not np.isfinite(values).all():
-        raise StructPrefError(
-            f"a {what} value is beyond the double range (Δ grows like a product over a node's children: "
-            "very wide or repetitive trees): use normalize=True, computed without overflow, or a smaller lam")
-    return values
 
 
 def _has_forest(items) -> bool:

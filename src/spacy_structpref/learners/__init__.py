@@ -6,19 +6,15 @@ learner per class of sets (specialisation), ensembles of learners, and the
 The names below load on first use: the ``spacy_misc`` entry points name the
 config functions of :mod:`.registrations`, and resolving one of them must not
 pull in the compiled kernels."""
-from importlib import import_module
+from ..lazy import lazy_names
 
 _MODULES = {
-    "CompositeKernel": "kernels", "EnsembleLearner": "ensemble", "KernelPerceptron": "perceptron",
-    "LinearKernel": "kernels",
+    "CompositeKernel": "kernels", "EnsembleLearner": "ensemble", "ForestKernel": "kernels",
+    "KernelPerceptron": "perceptron", "LinearKernel": "kernels",
     "PreferenceLearner": "base", "RecursiveNetLearner": "recursive", "ScoredTrees": "kernels",
     "SpecialisedLearner": "specialised", "TreeKernel": "kernels", "gold_rank": "metrics",
     "loss_at_r": "metrics", "pairwise_error": "metrics",
 }
 __all__ = sorted(_MODULES)
 
-
-def __getattr__(name: str):
-    if name not in _MODULES:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(import_module(f".{_MODULES[name]}", __name__), name)
+__getattr__ = lazy_names(__name__, _MODULES)

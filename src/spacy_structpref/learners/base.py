@@ -6,16 +6,13 @@ import copy
 from abc import ABC, abstractmethod
 from collections.abc import Sequence as SequenceABC
 from contextlib import ExitStack, contextmanager
-from pathlib import Path
 from typing import (Any, Callable, Dict, Iterable, Iterator, List, Optional, Protocol, Sequence, Tuple,
                     runtime_checkable)
 
 import numpy as np
-import srsly
-from spacy import util
 
 from ..errors import StructPrefError
-from ..saving import atomic_directory, check_saved, load_errors
+from ..saving import Part, SavedParts
 
 LOSSES = ("setwise", "pairwise")
 
@@ -103,7 +100,7 @@ class LearnerKernel(Protocol):
 Parts = Dict[str, Tuple[Callable[[], Any], Callable[[Any], None]]]
 
 
-class PreferenceLearner(ABC):
+class PreferenceLearner(SavedParts, ABC):
     """A learner of utilities over preference sets, trained like a spaCy
     component: ``initialize``, then ``update`` on batches of sets (with the
     caller's optimizer where the learner has gradients), ``finish_training``
@@ -157,48 +154,28 @@ class PreferenceLearner(ABC):
         itself (the voted perceptron) ignores them."""
         yield
 
-    # -- saving ---------------------------------------------------------------
+    # -- saving (spaCy's idiom, see saving.SavedParts) ---------------------------
+    @property
+    def saved_as(self) -> str:
+        return type(self).__name__
+
     @abstractmethod
     def _parts(self) -> Parts:
-        """The parts of the learner's state, in loading order. A part's
-        setter checks what it reads and replaces attributes, never changes
-        their objects in place: loading runs the setters on a shallow copy of
-        the learner (see :meth:`_load`)."""
+        """The parts of the learner's state, in loading order, each saved as
+        ``NAME.msgpack``. A part's setter checks what it reads and replaces
+        attributes, never changes their objects in place: loading runs the
+        setters on a shallow copy of the learner (see :meth:`_load`)."""
 
-    def to_bytes(self, *, exclude: Iterable[str] = tuple()) -> bytes:
-        """The parts not in ``exclude``, as one msgpack message (training is finished first)."""
+    def _before_saving(self) -> None:
         self.finish_training()
-        return util.to_bytes({name: get for name, (get, _) in self._parts().items()}, exclude)
 
-    def _load(self, load: Callable[[Dict[str, Callable[[Any], None]]], None]) -> "PreferenceLearner":
-        """``load(setters)`` into a shallow copy of the learner, adopted once
+    def _load(self, load: Callable[[Dict[str, Part]], None]) -> None:
+        """``load(parts)`` into a shallow copy of the learner, adopted once
         every part has loaded: a refused save (a later part, say) leaves the
         learner as it was."""
         staged = copy.copy(self)
-        load({name: put for name, (_, put) in staged._parts().items()})
+        load({name: Part(*part) for name, part in staged._parts().items()})
         vars(self).update(vars(staged))
-        return self
-
-    def from_bytes(self, bytes_data: bytes, *, exclude: Iterable[str] = tuple()) -> "PreferenceLearner":
-        """Load what ``to_bytes`` saved (parts it left out keep their state)."""
-        with load_errors(type(self).__name__):
-            return self._load(lambda setters: util.from_bytes(bytes_data, setters, exclude))
-
-    def to_disk(self, path, *, exclude: Iterable[str] = tuple()) -> None:
-        """Save atomically, one msgpack file per part, with a marker naming the
-        learner class (training is finished first)."""
-        self.finish_training()
-        writers = {f"{name}.msgpack": lambda p, get=get: srsly.write_msgpack(p, get())
-                   for name, (get, _) in self._parts().items()}
-        with atomic_directory(path, type(self).__name__) as tmp:
-            util.to_disk(tmp, writers, exclude)
-
-    def from_disk(self, path, *, exclude: Iterable[str] = tuple()) -> "PreferenceLearner":
-        """Load what ``to_disk`` saved (parts it left out keep their state)."""
-        path = check_saved(path, type(self).__name__)
-        with load_errors(f"{type(self).__name__} from {path}"):
-            return self._load(lambda setters: util.from_disk(
-                path, {f"{name}.msgpack": _reader(put) for name, put in setters.items()}, exclude))
 
 
 def check_takes_validation(learner: "PreferenceLearner") -> None:
@@ -214,11 +191,3 @@ def params_of_all(learners: Iterable["PreferenceLearner"], params: Dict) -> Exit
     for learner in learners:
         stack.enter_context(learner.use_params(params))
     return stack
-
-
-def _reader(put: Callable[[Any], None]) -> Callable[[Path], None]:
-    def read(path: Path) -> None:
-        if path.exists():  # a part saved with ``exclude`` is missing: kept as it is, as in from_bytes
-            put(srsly.read_msgpack(path))
-
-    return read

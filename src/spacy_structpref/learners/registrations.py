@@ -19,9 +19,8 @@ from thinc.api import Optimizer
 from .base import LearnerKernel, PreferenceLearner
 
 if TYPE_CHECKING:
-    from ..reranking.forest_kernel import ForestKernel
     from .ensemble import EnsembleLearner
-    from .kernels import CompositeKernel, LinearKernel, TreeKernel
+    from .kernels import CompositeKernel, ForestKernel, LinearKernel, TreeKernel
     from .perceptron import KernelPerceptron
     from .recursive import RecursiveNetLearner
     from .specialised import SpecialisedLearner
@@ -55,7 +54,7 @@ def make_forest_kernel(lam: float = 0.4, alpha: float = 1.0, normalize: bool = T
     """The forest kernel of Zhang et al. (2010), hyperedge probabilities
     tempered by ``alpha``, with its own SymbolTable: for a
     ``parse_reranker``'s perceptron (alone, or under a composite kernel)."""
-    from ..reranking.forest_kernel import ForestKernel
+    from .kernels import ForestKernel
 
     return ForestKernel(lam, alpha, normalize)
 

@@ -32,6 +32,7 @@ import srsly
 from nltk.tree import Tree
 
 from ..errors import StructPrefError
+from ..parsing.settings import build_parser, grammar_from_trees, parser_settings
 from ..scoring.parseval import COLLINS, SentenceStats, sentence_stats
 from ..saving import atomic_file
 from ..trees.arrays import INT, SymbolTable
@@ -148,25 +149,16 @@ def count_fallbacks(items: Iterable[RerankItem]) -> int:
 
 
 # ------------------------------------------------------------------ parsers
-def parser_settings(settings: Optional[dict] = None) -> dict:
-    """``forest_parser`` settings: its ``DEFAULT_CONFIG`` updated with
-    ``settings`` (checked as the component checks them)."""
-    from ..components.forest_parser import ForestParser
-
-    return ForestParser(None, **(settings or {})).cfg
-
-
 def parser_from_trees(trees: Sequence[Tree], settings: Optional[dict] = None):
     """The parser ``forest_parser`` builds from these training trees and
-    settings: the same grammar (annotation, lexicon) and search settings."""
-    from ..components.forest_parser import ForestParser
-
-    component = ForestParser(None, **(settings or {}))
-    if component.cfg["tag_mode"] != "ignore":
+    settings (:func:`~spacy_structpref.parsing.parser_settings`): the same
+    grammar (annotation, lexicon) and search settings."""
+    cfg = parser_settings(settings)
+    if cfg["tag_mode"] != "ignore":
         # Lists are parsed from words alone; gold tags would flatter them.
         raise StructPrefError(f"rerank lists are parsed from words only: tag_mode must be 'ignore', "
-                              f"got {component.cfg['tag_mode']!r}")
-    return component.initialize_from_trees(trees).parser
+                              f"got {cfg['tag_mode']!r}")
+    return build_parser(grammar_from_trees(trees, cfg), cfg)
 
 
 def fold_assignment(n: int, n_folds: int) -> np.ndarray:
@@ -183,7 +175,7 @@ def fold_assignment(n: int, n_folds: int) -> np.ndarray:
 Part = Tuple[List[RerankItem], List[Optional[Forest]], SymbolTable]
 
 
-def _parse_items(parser, sentences: Sequence[Sentence], k: int, with_forest: bool, fold: int) -> Part:
+def parse_part(parser, sentences: Sequence[Sentence], k: int, with_forest: bool, fold: int) -> Part:
     """Items without their forests, the forests, and the table they are
     interned in: a worker's forests cross to the parent with one copy of its
     parser's table, to be moved into the data set's table there."""
@@ -199,7 +191,7 @@ def _parse_items(parser, sentences: Sequence[Sentence], k: int, with_forest: boo
 
 def _jackknife_fold(fold: int, train: List[Tree], held_out: List[Tree], settings: dict, k: int,
                     with_forest: bool) -> Part:
-    return _parse_items(parser_from_trees(train, settings), held_out, k, with_forest, fold)
+    return parse_part(parser_from_trees(train, settings), held_out, k, with_forest, fold)
 
 
 def _move_forests(forests: Sequence[Optional[Forest]], source: SymbolTable,
@@ -226,7 +218,7 @@ def _move_forests(forests: Sequence[Optional[Forest]], source: SymbolTable,
             for f in forests]
 
 
-def _assemble(parts: List[Part], symbols: Optional[SymbolTable]) -> List[RerankItem]:
+def assemble_parts(parts: List[Part], symbols: Optional[SymbolTable]) -> List[RerankItem]:
     """The parts' items in order, all forests in one table."""
     symbols = symbols if symbols is not None else SymbolTable()
     out = []
@@ -262,7 +254,8 @@ def _run(fn, tasks: List[tuple], sizes: List[int], n_jobs: Optional[int], progre
     return results
 
 
-def _check_k(k: int) -> int:
+def check_k(k: int) -> int:
+    """``k``, the length of a k-best list, if at least 1; an error otherwise."""
     if k < 1:
         raise StructPrefError(f"k must be at least 1, got {k}")
     return k
@@ -276,14 +269,14 @@ def parse_lists(sentences: Sequence[Sentence], parser, k: int = 50, with_forest:
     of the whole training split). ``n_jobs`` worker processes (None: one per
     core) parse contiguous chunks; all forests share the table ``symbols``."""
     sentences = list(sentences)
-    k = _check_k(k)
+    k = check_k(k)
     if not sentences:
         return []
     n_chunks = min(len(sentences), 4 * (n_jobs or os.cpu_count() or 1))  # small chunks balance the workers
     bounds = np.linspace(0, len(sentences), n_chunks + 1).astype(int).tolist()
     chunks = [sentences[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
     tasks = [(parser, chunk, k, with_forest, -1) for chunk in chunks]
-    return _assemble(_run(_parse_items, tasks, [len(c) for c in chunks], n_jobs, progress, "parse"), symbols)
+    return assemble_parts(_run(parse_part, tasks, [len(c) for c in chunks], n_jobs, progress, "parse"), symbols)
 
 
 def jackknife_lists(train_trees: Sequence[Tree], settings: Optional[dict] = None, n_folds: int = 10,
@@ -298,14 +291,14 @@ def jackknife_lists(train_trees: Sequence[Tree], settings: Optional[dict] = None
     if not all(isinstance(t, Tree) for t in trees):
         raise StructPrefError("jackknifing needs gold trees (nltk Trees) for every training sentence")
     cfg = parser_settings(settings)
-    k = _check_k(cfg["k"] if k is None else k)
+    k = check_k(cfg["k"] if k is None else k)
     folds = fold_assignment(len(trees), n_folds).tolist()
     tasks, sizes = [], []
     for f in range(n_folds):
         held = [t for t, g in zip(trees, folds) if g == f]
         tasks.append((f, [t for t, g in zip(trees, folds) if g != f], held, cfg, k, with_forest))
         sizes.append(len(held))
-    return _assemble(_run(_jackknife_fold, tasks, sizes, n_jobs, progress, "jackknife"), symbols)
+    return assemble_parts(_run(_jackknife_fold, tasks, sizes, n_jobs, progress, "jackknife"), symbols)
 
 
 # ------------------------------------------------------------------ saving

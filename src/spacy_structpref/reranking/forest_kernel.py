@@ -9,14 +9,14 @@ inside–outside recomputed; K(t, t') is then Zhang et al.'s forest kernel
 between the two sub-forests, the expected subset-tree kernel between trees
 drawn from them, so it differs from candidate to candidate and changes
 which one wins (α = 1: the parser's distribution, α → ∞: the sub-forest's
-Viterbi tree, α → 0: its trees counted equally).
+Viterbi tree, α → 0: its trees counted equally). The learners score the
+sub-forests with :class:`~spacy_structpref.learners.kernels.ForestKernel`.
 """
 from typing import List, Sequence, Tuple
 
 import numpy as np
 
 from ..errors import StructPrefError
-from ..trees.arrays import SymbolTable
 from ..trees.forest import Forest
 
 
@@ -73,64 +73,3 @@ def candidate_brackets(candidate: str) -> List[Tuple[int, int]]:
     from ..trees.doc import constituent_spans
 
     return [(s, e) for s, e, _ in constituent_spans(parse_bracketed(candidate))]
-
-
-class ForestKernel:
-    """A learner kernel over packed (sub-)forests: Zhang et al.'s forest
-    kernel with decay ``lam``, cosine-normalised when ``normalize``. Items
-    are :class:`~spacy_structpref.trees.Forest` objects interned in
-    ``symbols`` (for reranking, :func:`compatible_subforest` of a
-    candidate, already tempered by ``alpha``: the kernel keeps α so that a
-    saved support is checked against it). Each kernel value is one forest
-    kernel: a support of n forests costs n evaluations per candidate."""
-
-    def __init__(self, lam: float = 0.4, alpha: float = 1.0, normalize: bool = True,
-                 symbols: SymbolTable = None):
-        from ..kernels.inputs import check_lambda
-
-        if not alpha > 0:
-            raise StructPrefError(f"the tempering exponent α must be > 0, got {alpha}")
-        self.lam, self.alpha, self.normalize = check_lambda(lam), float(alpha), normalize
-        self.symbols = symbols if symbols is not None else SymbolTable()
-
-    def prepare(self, items) -> list:
-        from ..kernels.forests import PreparedForest
-
-        out = []
-        for item in items:
-            forest = item.forest if isinstance(item, PreparedForest) else item
-            if not isinstance(forest, Forest):
-                raise StructPrefError(f"the forest kernel scores forests, got a {type(item).__name__}")
-            if forest.symbols is not self.symbols:
-                raise StructPrefError("mismatched vocabularies: build the forests with the kernel's SymbolTable "
-                                      "(kernel.symbols)")
-            out.append(item if isinstance(item, PreparedForest) else PreparedForest(forest))
-        return out
-
-    def join(self, parts) -> list:
-        return [p for part in parts for p in part]
-
-    def _norms(self, prepared) -> np.ndarray:
-        return np.sqrt([p.self_kernel(self.lam) for p in prepared]) if self.normalize else np.ones(len(prepared))
-
-    def block(self, a, b) -> np.ndarray:
-        from ..kernels.forests import _forest_kernel
-
-        K = np.array([[_forest_kernel(x, y, self.lam) for y in b] for x in a]).reshape(len(a), len(b))
-        return K / np.outer(self._norms(a), self._norms(b))
-
-    def weighted_sum(self, a, weights, b) -> np.ndarray:
-        from ..kernels.forests import _forest_kernel
-
-        w = np.asarray(weights, dtype=float) / self._norms(a)
-        return np.array([sum(wi * _forest_kernel(x, y, self.lam) for wi, x in zip(w, a) if wi)
-                         for y in b]) / self._norms(b)
-
-    def settings(self) -> dict:
-        return {"kind": "forest", "lam": self.lam, "alpha": self.alpha, "normalize": self.normalize}
-
-    def encode(self, items) -> list:
-        return [(item.forest if hasattr(item, "forest") else item).to_dict() for item in items]
-
-    def decode(self, data: list) -> list:
-        return [Forest.from_dict(d, self.symbols).compute_inside_outside() for d in data]

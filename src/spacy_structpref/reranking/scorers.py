@@ -42,7 +42,7 @@ def _base_kernel(learner):
 
 def takes_forest(learner) -> bool:
     """Whether the learner scores candidates through the sentence's forest."""
-    from .forest_kernel import ForestKernel
+    from ..learners.kernels import ForestKernel
 
     return isinstance(_base_kernel(learner), ForestKernel)
 

@@ -15,7 +15,7 @@ The alternatives of word ``i`` (0-based, ``i >= 1``) are built on ``T_i``:
 the gold incremental tree when the sentence comes as a tree (the gold
 alternative is then known), else the model's own greedy parse of the first
 ``i`` words (tagged text). The model is a trained pipeline's
-``attachment_predictor`` (:meth:`AttachmentModel.from_pipeline`) or a
+``attachment_predictor`` (:meth:`AttachmentModel.from_predictor`) or a
 learner trained here from a config (:meth:`AttachmentModel.train`).
 """
 import re
@@ -27,12 +27,12 @@ import numpy as np
 from nltk.tree import Tree
 
 from ..errors import StructPrefError
+from ..incremental.candidates import CPInventory, candidate_dag, candidate_edits, preference_sets, preference_sets_of
+from ..incremental.classes import foot_class
+from ..incremental.parsing import IncrementalParser
+from ..incremental.paths import ATTACH, CPType, extend
 from ..learners.metrics import at_least
 from ..trees.arrays import SymbolTable
-from .candidates import CPInventory, candidate_dag, candidate_edits, preference_sets, preference_sets_of
-from .classes import foot_class
-from .parsing import IncrementalParser
-from .paths import ATTACH, CPType, extend
 
 # dev sentences whose preference sets a recursive net trained for a picture stops early on
 PICTURE_VALIDATION = 50
@@ -53,26 +53,12 @@ class AttachmentModel:
         self.utilities, self.learner_for, self.name = utilities, learner_for, name
 
     @classmethod
-    def from_pipeline(cls, path: Union[str, Path]) -> "AttachmentModel":
-        """The ``attachment_predictor`` of a saved pipeline."""
-        import spacy
-
-        from ..components.attachment_predictor import find_attachment_predictor
-
-        if not Path(path).exists():
-            raise StructPrefError(f"no trained pipeline at {str(path)!r}")
-        pipe = find_attachment_predictor(spacy.load(path))
-        pipe._require_inventory()
-
-        def learner_for(foot: str):
-            if not pipe.cfg["specialise"]:
-                return pipe.learner
-            learner = pipe.learner.learners.get(pipe.foot_class(foot))
-            if learner is None:
-                raise StructPrefError(f"the pipeline has no learner for foot class {pipe.foot_class(foot)!r}")
-            return learner
-
-        return cls(pipe.inventory, pipe.symbols, pipe.cfg["reduced"], pipe._utilities, learner_for, str(path))
+    def from_predictor(cls, pipe, name: str) -> "AttachmentModel":
+        """A trained ``attachment_predictor`` component (e.g. of a saved
+        pipeline), through its public ``inventory``, ``symbols``,
+        ``utilities`` and ``learner_for``."""
+        pipe.require_inventory()
+        return cls(pipe.inventory, pipe.symbols, pipe.cfg["reduced"], pipe.utilities, pipe.learner_for, name)
 
     @classmethod
     def train(cls, config: Union[str, Path], sentences: int, specialise: bool = False) -> "AttachmentModel":
@@ -83,7 +69,7 @@ class AttachmentModel:
         from ..corpora import ptb_trees
         from ..learners import RecursiveNetLearner
         from ..learners.kernels import TreeKernel
-        from .tables import fit_attachment_learner, learner_from_config
+        from .attachment_tables import fit_attachment_learner, learner_from_config
 
         if sentences < 1:
             raise StructPrefError(f"train on at least one sentence, got {sentences}")

@@ -10,8 +10,8 @@ from typing import Dict, List, Sequence, Tuple, Union
 from nltk.tree import Tree
 
 from ..errors import StructPrefError
+from ..reranking.data import RerankItem
 from ..scoring.parseval import COLLINS, ParsevalResult, ParsevalTotals, sentence_stats
-from .data import RerankItem
 
 COLUMNS = ("LR", "LP", "F1", "CB", "0CB", "<=2CB")
 BLOCKS = (("<=40", f"≤ {COLLINS.cutoff_length} words"), ("all", "all sentences"))

@@ -42,9 +42,9 @@ from spacy.util import registry
 from thinc.api import Config
 
 from ..errors import StructPrefError
+from ..incremental.candidates import CandidateSets, CPInventory, PreferenceSet, preference_sets_of
+from ..incremental.classes import FOOT_CLASSES, OTHERS, foot_class
 from ..trees.arrays import SymbolTable
-from .candidates import CandidateSets, CPInventory, PreferenceSet, preference_sets_of
-from .classes import FOOT_CLASSES, OTHERS, foot_class
 
 TABLES = (1, 2, 4, 5)
 CLASSES = list(FOOT_CLASSES) + [OTHERS]

@@ -1,0 +1,88 @@
+"""The PCFG parser's settings, as the ``forest_parser`` component and the
+rerank lists share them, checked in one place, and the grammar and parser
+they describe: an unlexicalised PCFG read off treebank trees with Klein &
+Manning's (2003) annotation, parsed with posterior and Viterbi-merit
+pruning and lazy k-best extraction (Huang & Chiang 2005).
+
+Only :mod:`spacy_structpref.errors` loads with this module, so that a
+spaCy factory can take its defaults without loading the parser."""
+from typing import Optional, Sequence
+
+from ..errors import StructPrefError
+
+DEFAULT_SETTINGS = {
+    "horizontal_markov": 2,
+    "vertical_markov": 2,
+    "tag_parent": True,
+    "split_unary_tags": True,
+    "split_in": True,
+    "split_percent": True,
+    "rare_threshold": 2,
+    "smooth": 1.0,
+    "base_signatures": True,
+    "beam": 1e-4,
+    "threshold": 1e-5,
+    "merit_threshold": 1e-6,
+    "max_expansions": 2000,
+    "max_length": 100,
+    "k": 50,
+    "tag_mode": "ignore",
+    "tag_bonus": 10.0,
+    "set_tags": True,
+    "store_forest": True,
+    "spans_key": "constituents",  # trees.doc.SPANS_KEY, which would load compiled code if imported here
+}
+
+
+def parser_settings(settings: Optional[dict] = None) -> dict:
+    """:data:`DEFAULT_SETTINGS` updated with ``settings``, checked
+    (:func:`check_parser_settings`); an unknown key is an error."""
+    settings = settings or {}
+    unknown = set(settings) - set(DEFAULT_SETTINGS)
+    if unknown:
+        raise StructPrefError(f"unknown forest_parser setting(s): {', '.join(sorted(unknown))}")
+    cfg = {**DEFAULT_SETTINGS, **settings}
+    check_parser_settings(cfg)
+    return cfg
+
+
+def check_parser_settings(c: dict) -> None:
+    """Check every setting of ``c`` (all of :data:`DEFAULT_SETTINGS`), so
+    that a bad one fails when a pipeline is built or loaded, not at the
+    first parse."""
+    from .parser import check_count, check_settings
+
+    check_settings(c["beam"], c["threshold"], c["merit_threshold"], c["max_expansions"], c["tag_mode"],
+                   c["tag_bonus"], c["max_length"])
+    check_count("k", c["k"], 1)
+    check_count("rare_threshold", c["rare_threshold"], 0)
+    # a known word's P(T | w) divides by (count + smooth)
+    if not isinstance(c["smooth"], (int, float)) or not 0 <= c["smooth"] < float("inf"):
+        raise StructPrefError(f"smooth must be a finite number of at least 0, got {c['smooth']!r}")
+    if not isinstance(c["spans_key"], str) or not c["spans_key"]:
+        raise StructPrefError(f"spans_key must be a non-empty string, got {c['spans_key']!r}")
+
+
+def grammar_from_trees(trees: Sequence, cfg: dict, skip_bad_trees: bool = False):
+    """The grammar of nltk ``trees`` (outer bracket ``TOP``) with the
+    annotation and lexicon settings of ``cfg`` (checked settings, e.g. of
+    :func:`parser_settings`); ``skip_bad_trees``: leave out trees that are
+    not treebank trees (a word under a phrase), counted in the grammar's
+    ``skipped_trees``, rather than fail."""
+    from .grammar import Annotation, estimate_grammar
+
+    annotation = Annotation(cfg["horizontal_markov"], cfg["vertical_markov"], cfg["tag_parent"],
+                            cfg["split_unary_tags"], cfg["split_in"], cfg["split_percent"])
+    return estimate_grammar(trees, annotation, rare_threshold=cfg["rare_threshold"], smooth=cfg["smooth"],
+                            base_signatures=cfg["base_signatures"], skip_bad_trees=skip_bad_trees)
+
+
+def build_parser(grammar, cfg: dict):
+    """The :class:`~.parser.Parser` of ``grammar`` with the search and
+    upstream-tag settings of ``cfg``."""
+    from .parser import Parser
+
+    return Parser(grammar, beam=cfg["beam"], threshold=cfg["threshold"], merit_threshold=cfg["merit_threshold"],
+                  max_expansions=cfg["max_expansions"], tag_mode=cfg["tag_mode"], tag_bonus=cfg["tag_bonus"],
+                  max_length=cfg["max_length"])
+
