@@ -1,0 +1,1 @@
+"""The test suite: one folder per subpackage of spacy_structpref."""

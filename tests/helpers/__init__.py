@@ -1,0 +1,1 @@
+"""Helpers the tests share: paths, hypothesis strategies, slow references and learner inputs."""

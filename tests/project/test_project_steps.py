@@ -1,0 +1,157 @@
+"""The main job reports as it goes: every step of `spacy project run all`
+timed (`timed`), and a last `summary` table of every step's time and key
+figure; project.yml and .ci/run agree with it."""
+import json
+import re
+import shlex
+import subprocess
+import sys
+
+import pytest
+import srsly
+from spacy.tokens import Doc, DocBin
+
+from spacy_structpref.cli.project_steps import (NEW_RUN_GAP, duration, key_figure, record, run_timed,
+                                                step_figure, summary)
+from spacy_structpref.errors import StructPrefError
+from tests.helpers.paths import ROOT
+
+
+def test_duration():
+    assert [duration(s) for s in (None, 4.4, 65, 3725)] == ["-", "4 s", "1 min 05 s", "1 h 02 min"]
+
+
+def test_timed_runs_records_and_passes_the_status_on(tmp_path, capfd):
+    timings = tmp_path / "times.json"
+    assert run_timed("evaluate", ["python", "-c", "print('scored')"], timings) == 0
+    assert run_timed("evaluate", ["python", "-c", "import sys; sys.exit(3)"], timings) == 3
+    out = capfd.readouterr().out
+    assert "scored" in out and re.search(r"⏱ evaluate: done in \d+ s\n", out)
+    assert re.search(r"⏱ evaluate: failed in \d+ s \(step so far \d+ s\)", out)
+    entry = json.loads(timings.read_text())["evaluate"]
+    assert [c["status"] for c in entry["commands"]] == [0, 3] and entry["status"] == 3
+    assert entry["commands"][0]["command"] == "python -c 'print('\"'\"'scored'\"'\"')'"
+    assert entry["seconds"] == pytest.approx(sum(c["seconds"] for c in entry["commands"]), abs=0.11)
+    with pytest.raises(StructPrefError, match="no command"):
+        run_timed("evaluate", [], timings)
+
+
+def test_a_step_run_again_starts_a_new_record(tmp_path):
+    timings = tmp_path / "times.json"
+    record("s", "a", 10.0, 0, start=1000.0, timings=timings)
+    assert record("s", "b", 5.0, 0, start=1010.5, timings=timings)["seconds"] == 15.0   # the step's next line
+    assert record("s", "a", 2.0, 0, start=1016.0, timings=timings)["seconds"] == 2.0    # its first line again
+    entry = record("s", "c", 1.0, 0, start=1018.0 + NEW_RUN_GAP + 1, timings=timings)     # long after: a new run
+    assert [c["command"] for c in entry["commands"]] == ["c"] and entry["seconds"] == 1.0
+    timings.write_text("{")
+    with pytest.raises(StructPrefError, match="not valid JSON"):
+        record("s", "a", 1.0, 0, start=0.0, timings=timings)
+
+
+def test_key_figures(tmp_path, nlp):
+    parse = tmp_path / "parse.json"
+    parse.write_text(json.dumps({"all": {"f1": 76.514}, "len<=40": {"f1": 77.43}}))
+    assert key_figure(parse) == "F1 76.51, ≤40 77.43"
+    tagger = tmp_path / "tagger.json"
+    tagger.write_text(json.dumps({"tag_acc": 0.96129, "speed": 1000.0}))
+    assert key_figure(tagger) == "TAG 96.13"
+    model = tmp_path / "model-best"
+    model.mkdir()
+    (model / "meta.json").write_text(json.dumps({"performance": {"parseval_f": 0.75, "parseval_f_40": 0.7612,
+                                                                 "parse_fallbacks": 2}}))
+    assert key_figure(model) == "dev PARSEVAL F 75.00, PARSEVAL F ≤40 76.12"
+    curve = tmp_path / "learning_curve.json"
+    curve.write_text(json.dumps({"metric": "tag_acc", "summary": [
+        {"config": "distro", "fraction": 0.5, "mean": 90.0, "std": 1.0},
+        {"config": "distro", "fraction": 1.0, "mean": 96.13, "std": 0.21},
+        {"config": "ssvm", "fraction": 1.0, "mean": 96.19, "std": 0.04}]}))
+    assert key_figure(curve) == "distro 96.13 ± 0.21; ssvm 96.19 ± 0.04 (tag_acc, all train)"
+    rerank = tmp_path / "rerank.json"
+    rows = [{"name": n, "<=40": {"F1": f}} for n, f in (("PCFG 1-best", 77.43), ("VP", 78.0), ("RNN", 77.9),
+                                                         ("oracle", 90.27))]
+    rerank.write_text(json.dumps({"rows": rows}))
+    assert key_figure(rerank) == "F1 ≤40: PCFG 1-best 77.43, VP 78.00, oracle 90.27"
+    attach = tmp_path / "attach.json"
+    attach.write_text(json.dumps({"L": {"1": 16.86}, "rows": [
+        {"tags": "gold", "search": "greedy", "f1_40": 66.24}, {"tags": "gold", "search": "beam", "f1_40": 68.14},
+        {"tags": "tagger", "search": "greedy", "f1_40": 60.0}]}))
+    assert key_figure(attach) == "F1 ≤40 greedy 66.24, beam 68.14; L_1 16.86 %"
+    (tmp_path / "broken.json").write_text("{")
+    assert key_figure(tmp_path / "broken.json") == ""
+    DocBin(docs=[Doc(nlp.vocab, words=["a"])] * 3).to_disk(tmp_path / "train.spacy")
+    DocBin(docs=[Doc(nlp.vocab, words=["a"])]).to_disk(tmp_path / "dev.spacy")
+    (tmp_path / "map.png").write_bytes(b"\x89PNG")
+    assert step_figure(["train.spacy", "dev.spacy"], tmp_path) == "train 3 / dev 1 docs"
+    assert step_figure(["parse.json", "map.png", "gone.png"], tmp_path) == \
+        "F1 76.51, ≤40 77.43; wrote map.png; missing gone.png"
+
+
+def test_summary_table(tmp_path):
+    (tmp_path / "project.yml").write_text("""
+title: t
+vars:
+  out: "metrics"
+workflows:
+  all: [convert, evaluate, summary]
+commands:
+  - name: convert
+    script: ["python -m spacy_structpref timed convert -- python -c 'pass'"]
+    outputs: ["corpus/train.spacy"]
+  - name: evaluate
+    script: ["python -m spacy_structpref timed evaluate -- python -c 'pass'"]
+    outputs: ["${vars.out}/parse.json"]
+  - name: summary
+    script: ["python -m spacy_structpref summary"]
+""")
+    (tmp_path / "metrics").mkdir()
+    (tmp_path / "metrics" / "parse.json").write_text(json.dumps({"all": {"f1": 76.5}, "len<=40": {"f1": 77.4}}))
+    record("evaluate", "python -c pass", 125.0, 0, start=1000.0, timings=tmp_path / "metrics" / "step_times.json")
+    text = summary(tmp_path)
+    rows = {line.split()[0]: line for line in text.splitlines() if line.strip()}
+    assert "2 min 05 s" in rows["evaluate"] and "ok" in rows["evaluate"] and "F1 76.50, ≤40 77.40" in rows["evaluate"]
+    assert "not timed" in rows["convert"] and "missing corpus/train.spacy" in rows["convert"]
+    assert "summary" not in rows and re.match(r"total +2 min 05 s", rows["total"])
+    with pytest.raises(StructPrefError, match="no workflow 'main'"):
+        summary(tmp_path, "main")
+    cli = subprocess.run([sys.executable, "-m", "spacy_structpref", "summary", "--project", str(tmp_path)],
+                         capture_output=True, text=True)
+    assert cli.returncode == 0 and cli.stdout.rstrip().splitlines()[-1].startswith("total")
+
+
+def _project():
+    return srsly.read_yaml(ROOT / "project.yml")
+
+
+def test_every_step_of_all_is_timed_and_the_summary_ends_it():
+    project = _project()
+    steps = project["workflows"]["all"]
+    commands = {c["name"]: c for c in project["commands"]}
+    assert steps[-1] == "summary" and commands["summary"]["script"] == ["python -m spacy_structpref summary --workflow all"]
+    for step in steps[:-1]:
+        for line in commands[step]["script"]:
+            words = shlex.split(line)
+            assert words[:6] == ["python", "-m", "spacy_structpref", "timed", step, "--"], line
+    # Brown is converted on request: nothing in `all` reads it yet
+    assert "convert-brown" in commands and "convert-brown" not in steps
+    assert not any("corpus/brown" in dep for step in steps for dep in commands[step].get("deps", []))
+
+
+def test_ci_checks_what_the_workflow_writes():
+    """.ci/run checks files that steps of `all` write, and the step times of `all`."""
+    ci = (ROOT / ".ci" / "run").read_text()
+    project = _project()
+    steps = project["workflows"]["all"]
+    outputs = {o for c in project["commands"] if c["name"] in steps for o in c.get("outputs", [])}
+    checked = re.findall(r"test -s (\S+)", ci)
+    assert checked and set(checked) <= outputs, set(checked) - outputs
+    assert "project run all" in ci and "metrics/step_times.json" in ci and "^total" in ci
+
+
+def test_timed_command_line_passes_options_and_status_on(tmp_path):
+    """Options after -- belong to the timed command, and its exit status is ours."""
+    base = [sys.executable, "-m", "spacy_structpref", "timed", "step", "--timings", str(tmp_path / "t.json"), "--"]
+    ok = subprocess.run(base + ["python", "-c", "import sys; print(sys.argv[1:])", "--output", "y"],
+                        capture_output=True, text=True)
+    assert ok.returncode == 0 and "['--output', 'y']" in ok.stdout
+    failed = subprocess.run(base + ["python", "-c", "raise SystemExit(4)"], capture_output=True, text=True)
+    assert failed.returncode == 4 and "⏱ step: failed" in failed.stdout
