@@ -1,0 +1,206 @@
+"""The span tree CRF chart (spacy_structpref.parsing.span_chart) against
+brute-force enumeration of every labelled binary tree."""
+import itertools
+from functools import lru_cache
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from spacy_structpref.errors import StructPrefError
+from spacy_structpref.parsing.span_chart import log_partition, marginals, viterbi
+
+
+@lru_cache(maxsize=None)
+def bracketings(i, j):
+    """Every full binary bracketing of [i, j) as a tuple of (i, j) cells."""
+    if j - i == 1:
+        return [((i, j),)]
+    return [((i, j),) + left + right
+            for k in range(i + 1, j) for left in bracketings(i, k) for right in bracketings(k, j)]
+
+
+def enumerate_trees(scores):
+    """Every labelled binary tree, bracketing by bracketing: a list of
+    ``(cells, table)`` where ``table[l_1, ..., l_m]`` is the score of the
+    tree with the bracketing's cells labelled ``l_1 ... l_m`` (one axis per
+    cell), i.e. all ``L ** (2n - 1)`` labellings of each bracketing."""
+    n, L = scores.shape[0], scores.shape[2]
+    out = []
+    for cells in bracketings(0, n):
+        m = len(cells)
+        table = np.zeros((L,) * m)
+        for axis, (i, j) in enumerate(cells):
+            shape = [1] * m
+            shape[axis] = L
+            table = table + scores[i, j].reshape(shape)
+        out.append((cells, table))
+    return out
+
+
+def tree_list(scores):
+    """Every labelled tree as ``(score, spans)``, spans ordered as the chart orders them."""
+    out = []
+    for cells, table in enumerate_trees(scores):
+        for labels in itertools.product(range(scores.shape[2]), repeat=len(cells)):
+            spans = sorted(((i, j, lab) for (i, j), lab in zip(cells, labels)), key=lambda s: (s[0], -s[1]))
+            out.append((float(table[labels]), spans))
+    return out
+
+
+def logsumexp(values):
+    values = np.asarray(values, dtype=float)
+    m = values.max()
+    return m if m == -np.inf else m + np.log(np.exp(values - m).sum())
+
+
+def random_scores(seed, n, L, scale=2.0):
+    rng = np.random.default_rng(seed)
+    scores = rng.normal(scale=scale, size=(n, n + 1, L))
+    # Entries outside 0 <= i < j <= n are never read.
+    scores[np.tril_indices(n, m=n + 1)] = np.nan
+    return scores
+
+
+def check_against_enumeration(scores):
+    n, L = scores.shape[0], scores.shape[2]
+    tables = enumerate_trees(scores)
+    log_z = logsumexp([logsumexp(table.ravel()) for _, table in tables])
+    assert log_partition(scores) == pytest.approx(log_z, abs=1e-9)
+
+    got_z, mu = marginals(scores)
+    assert got_z == pytest.approx(log_z, abs=1e-9)
+    expected = np.zeros((n, n + 1, L))
+    for cells, table in tables:
+        p = np.exp(table - log_z)
+        for axis, (i, j) in enumerate(cells):
+            expected[i, j] += p.sum(axis=tuple(a for a in range(len(cells)) if a != axis))
+    np.testing.assert_allclose(mu, expected, atol=1e-10)
+
+    best, spans = viterbi(scores)
+    top = max(table.max() for _, table in tables)
+    assert best == pytest.approx(top, abs=1e-9)
+    assert sum(scores[i, j, lab] for i, j, lab in spans) == pytest.approx(best, abs=1e-9)
+    cells = tuple(sorted(((i, j) for i, j, _ in spans), key=lambda c: (c[0], -c[1])))
+    assert cells in {tuple(sorted(c, key=lambda c: (c[0], -c[1]))) for c, _ in tables}
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 5), st.integers(1, 3))
+def test_inside_marginals_and_viterbi_equal_enumeration(seed, n, L):
+    check_against_enumeration(random_scores(seed, n, L))
+
+
+def test_enumeration_on_ties_and_large_scores():
+    check_against_enumeration(np.zeros((5, 6, 3)))
+    check_against_enumeration(random_scores(1, 4, 3, scale=300.0))
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 12), st.integers(1, 6))
+def test_marginals_count_the_spans_of_a_tree(seed, n, L):
+    scores = random_scores(seed, n, L, scale=3.0)
+    _, mu = marginals(scores)
+    assert np.all(mu >= 0) and np.all(mu <= 1 + 1e-12)
+    assert mu.sum() == pytest.approx(2 * n - 1)
+    span = mu.sum(axis=2)
+    assert span[0, n] == pytest.approx(1.0)
+    for i in range(n):
+        assert span[i, i + 1] == pytest.approx(1.0)
+    # Every tree has the n one-word spans, the whole sentence and n - 1
+    # spans of two or more words.
+    lengths = np.arange(n + 1)[None, :] - np.arange(n)[:, None]  # j - i
+    assert span[lengths >= 2].sum() == pytest.approx(n - 1)
+    assert mu[np.tril_indices(n, m=n + 1)].sum() == 0.0
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 6), st.integers(1, 4))
+def test_marginals_are_the_gradient_of_log_z(seed, n, L):
+    scores = random_scores(seed, n, L)
+    scores[np.tril_indices(n, m=n + 1)] = 0.0
+    _, mu = marginals(scores)
+    rng = np.random.default_rng(seed + 1)
+    direction = rng.normal(size=scores.shape)
+    direction[np.tril_indices(n, m=n + 1)] = 0.0
+    eps = 1e-5
+    numeric = (log_partition(scores + eps * direction) - log_partition(scores - eps * direction)) / (2 * eps)
+    assert numeric == pytest.approx(float((mu * direction).sum()), abs=1e-6)
+
+
+def test_loss_gradient_is_marginals_minus_gold():
+    # -log p(gold) = log Z - S(gold); its gradient is mu - gold indicator.
+    n, L = 4, 3
+    scores = random_scores(7, n, L)
+    gold = [(0, 4, 1), (0, 1, 0), (1, 4, 2), (1, 3, 0), (1, 2, 1), (2, 3, 0), (3, 4, 2)]
+    indicator = np.zeros(scores.shape)
+    for i, j, lab in gold:
+        indicator[i, j, lab] = 1.0
+
+    def loss(s):
+        return log_partition(s) - sum(s[i, j, lab] for i, j, lab in gold)
+
+    _, mu = marginals(scores)
+    grad = mu - indicator
+    clean = np.nan_to_num(scores)
+    for i, j, lab in [(0, 4, 1), (1, 3, 2), (2, 4, 0), (0, 2, 1)]:
+        bump = np.zeros(scores.shape)
+        bump[i, j, lab] = 1e-6
+        numeric = (loss(clean + bump) - loss(clean - bump)) / 2e-6
+        assert numeric == pytest.approx(grad[i, j, lab], abs=1e-6)
+
+
+def test_minus_infinity_forbids_labelled_spans():
+    n, L = 4, 2
+    scores = random_scores(3, n, L)
+    scores[0, 2, :] = -np.inf  # no tree may hold [0, 2)
+    scores[1, 2, 1] = -np.inf
+    trees = [(s, sp) for s, sp in tree_list(scores) if s > -np.inf]
+    assert log_partition(scores) == pytest.approx(logsumexp([s for s, _ in trees]))
+    _, mu = marginals(scores)
+    assert np.all(mu[0, 2] == 0) and mu[1, 2, 1] == 0
+    best, spans = viterbi(scores)
+    assert best == pytest.approx(max(s for s, _ in trees))
+    assert all((i, j) != (0, 2) for i, j, _ in spans)
+
+
+def test_long_sentences_stay_finite():
+    n, L = 120, 8
+    scores = random_scores(5, n, L, scale=30.0)
+    log_z, mu = marginals(scores)
+    assert np.isfinite(log_z)
+    assert mu.sum() == pytest.approx(2 * n - 1)
+    best, spans = viterbi(scores)
+    assert best <= log_z and len(spans) == 2 * n - 1
+
+
+def test_viterbi_spans_are_a_bracketing_in_order():
+    scores = random_scores(11, 6, 3)
+    _, spans = viterbi(scores)
+    assert spans == sorted(spans, key=lambda s: (s[0], -s[1]))
+    assert len({(i, j) for i, j, _ in spans}) == 11
+
+
+def test_bad_scores_are_refused():
+    with pytest.raises(StructPrefError, match="shape"):
+        log_partition(np.zeros((3, 3, 2)))
+    with pytest.raises(StructPrefError, match="shape"):
+        log_partition(np.zeros((0, 1, 2)))
+    with pytest.raises(StructPrefError, match="shape"):
+        viterbi(np.zeros((2, 3)))
+    with pytest.raises(StructPrefError, match="float array"):
+        marginals([["a"]])
+    scores = np.zeros((3, 4, 2))
+    scores[1, 3, 0] = np.nan
+    with pytest.raises(StructPrefError, match=r"span \[1, 3\) has NaN"):
+        log_partition(scores)
+    scores[1, 3, 0] = np.inf
+    with pytest.raises(StructPrefError, match="NaN or \\+inf"):
+        viterbi(scores)
+    scores = np.zeros((3, 4, 2))
+    scores[0, 3] = -np.inf
+    with pytest.raises(StructPrefError, match="no tree"):
+        marginals(scores)
+    with pytest.raises(StructPrefError, match="no tree"):
+        viterbi(scores)
