@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spacy_structpref.errors import StructPrefError
-from spacy_structpref.parsing.span_chart import log_partition, marginals, viterbi
+from spacy_structpref.parsing.span_chart import kbest, log_partition, marginals, viterbi
 
 
 @lru_cache(maxsize=None)
@@ -204,3 +204,72 @@ def test_bad_scores_are_refused():
         marginals(scores)
     with pytest.raises(StructPrefError, match="no tree"):
         viterbi(scores)
+
+
+def check_kbest(scores, k):
+    trees = sorted(tree_list(scores), key=lambda t: -t[0])
+    trees = [t for t in trees if t[0] > -np.inf]
+    got = kbest(scores, k)
+    assert len(got) == min(k, len(trees))
+    got_scores = [s for s, _ in got]
+    assert got_scores == sorted(got_scores, reverse=True)
+    np.testing.assert_allclose(got_scores, [s for s, _ in trees[:len(got)]], atol=1e-9)
+    by_spans = {tuple(sp): s for s, sp in trees}
+    assert len({tuple(sp) for _, sp in got}) == len(got)
+    for score, spans in got:
+        assert spans == sorted(spans, key=lambda sp: (sp[0], -sp[1]))
+        assert by_spans[tuple(spans)] == pytest.approx(score, abs=1e-9)
+    return got
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 4), st.integers(1, 3), st.integers(1, 60))
+def test_kbest_equals_the_top_of_enumeration(seed, n, L, k):
+    scores = random_scores(seed, n, L)
+    got = check_kbest(scores, k)
+    log_z = log_partition(scores)
+    assert np.exp([s - log_z for s, _ in got]).sum() <= 1 + 1e-9
+    best, spans = viterbi(scores)
+    assert got[0][0] == pytest.approx(best)
+
+
+def test_kbest_with_ties_gives_the_same_multiset_of_scores():
+    scores = np.round(random_scores(4, 4, 3, scale=1.0))
+    check_kbest(scores, 200)
+    check_kbest(np.zeros((3, 4, 2)), 40)
+
+
+def test_kbest_on_five_words_and_every_tree():
+    scores = random_scores(9, 5, 2)
+    got = check_kbest(scores, 14 * 2 ** 9 + 5)  # all 7168 trees, then nothing more
+    assert len(got) == 14 * 2 ** 9
+    log_z = log_partition(scores)
+    assert np.exp([s - log_z for s, _ in got]).sum() == pytest.approx(1.0)
+
+
+def test_kbest_skips_forbidden_spans():
+    scores = random_scores(2, 4, 3)
+    scores[1, 3, :2] = -np.inf
+    scores[0, 1, 0] = -np.inf
+    check_kbest(scores, 100)
+    scores = np.full((2, 3, 2), -np.inf)
+    scores[:, :, 0] = 0.0
+    assert [s for s, _ in kbest(scores, 5)] == [0.0]
+
+
+def test_kbest_keeps_only_the_labels_it_needs():
+    # With fewer trees wanted than labels, only each span's k best labels are
+    # read; the list must not change.
+    scores = random_scores(5, 3, 6)
+    full = [s for s, _ in tree_list(scores)]
+    np.testing.assert_allclose([s for s, _ in kbest(scores, 4)], sorted(full, reverse=True)[:4], atol=1e-9)
+
+
+def test_kbest_refuses_bad_k():
+    for k in (0, -1, 2.5, True, "3"):
+        with pytest.raises(StructPrefError, match="k must be"):
+            kbest(np.zeros((2, 3, 1)), k)
+    scores = np.zeros((2, 3, 1))
+    scores[0, 2] = -np.inf
+    with pytest.raises(StructPrefError, match="no tree"):
+        kbest(scores, 3)

@@ -112,3 +112,20 @@ def viterbi(scores) -> Tuple[float, List[LabelledSpan]]:
             stack.append((k, j))
             stack.append((i, k))
     return float(best[0, n]), spans
+
+
+def kbest(scores, k: int) -> List[Tuple[float, List[LabelledSpan]]]:
+    """The ``k`` best trees ``(S(T), spans)``, best first (fewer when fewer
+    trees have finite scores), by lazy k-best extraction over the span
+    hypergraph (Huang & Chiang 2005, algorithm 3); the first is
+    :func:`viterbi`'s up to ties. Scores are exact, so ``log p(T) = S(T) -
+    log Z``. Spans are ordered as :func:`viterbi` orders them. Each labelled
+    binary tree is one derivation, so the list has no repeats (distinct
+    binary trees can still un-binarise to the same treebank tree)."""
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise StructPrefError(f"k must be a positive integer, got {k!r}")
+    scores = check_scores(scores)
+    tree_scores, spans = _span_chart.kbest(scores, int(k))
+    if not len(tree_scores):
+        raise _no_tree(scores.shape[0])
+    return [(float(score), list(map(tuple, tree.tolist()))) for score, tree in zip(tree_scores, spans)]
