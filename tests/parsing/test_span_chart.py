@@ -9,7 +9,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spacy_structpref.errors import StructPrefError
-from spacy_structpref.parsing.span_chart import kbest, log_partition, marginals, viterbi
+from spacy_structpref.kernels import forest_kernel, gram
+from spacy_structpref.parsing.span_chart import kbest, log_partition, marginals, span_forest, viterbi
+from spacy_structpref.parsing.span_trees import SpanLabels, spans_to_tree
+from spacy_structpref.trees import SymbolTable, trees_to_arrays
+from spacy_structpref.trees.brackets import parse_bracketed
 
 
 @lru_cache(maxsize=None)
@@ -273,3 +277,167 @@ def test_kbest_refuses_bad_k():
     scores[0, 2] = -np.inf
     with pytest.raises(StructPrefError, match="no tree"):
         kbest(scores, 3)
+
+
+# ------------------------------------------------------------------ forest
+FOREST_LABELS = SpanLabels(["", "NP", "S+VP", "VP"])
+
+
+def reference_forest_trees(scores, labels, words, tags, threshold):
+    """Treebank trees of the pruned CRF with their probabilities, by
+    enumeration: labelled spans and splits are kept by their marginals over
+    all trees (with the Viterbi tree's), the binary trees using only kept
+    ones are un-binarised, and their probabilities summed per tree and
+    renormalised: ``{bracketed tree: probability}``."""
+    trees = tree_list(scores)
+    log_z = logsumexp([s for s, _ in trees])
+    span_mu, split_mu = {}, {}
+    for score, spans in trees:
+        p = np.exp(score - log_z)
+        cells = {(i, j) for i, j, _ in spans}
+        for i, j, lab in spans:
+            span_mu[i, j, lab] = span_mu.get((i, j, lab), 0.0) + p
+            for k in range(i + 1, j):
+                if (i, k) in cells and (k, j) in cells:
+                    split_mu[i, k, j] = split_mu.get((i, k, j), 0.0) + p
+    _, best = viterbi(scores)
+    best_cells = {(i, j) for i, j, _ in best}
+    keep_spans = {key for key, p in span_mu.items() if p >= threshold and p > 0} | set(best)
+    keep_splits = {key for key, p in split_mu.items() if p >= threshold and p > 0}
+    keep_splits |= {(i, k, j) for i, j, _ in best for k in range(i + 1, j)
+                    if (i, k) in best_cells and (k, j) in best_cells}
+    out = {}
+    for score, spans in trees:
+        cells = {(i, j) for i, j, _ in spans}
+        splits = {(i, k, j) for i, j, _ in spans for k in range(i + 1, j) if (i, k) in cells and (k, j) in cells}
+        if set(spans) <= keep_spans and splits <= keep_splits:
+            tree = spans_to_tree(words, tags, [(i, j, labels.labels[lab]) for i, j, lab in spans])
+            key = str(tree)
+            out[key] = out.get(key, 0.0) + np.exp(score - log_z)
+    total = sum(out.values())
+    return {key: p / total for key, p in out.items()}
+
+
+def forest_trees(forest, words):
+    out = {}
+    for p, tree in forest.trees(words):
+        key = str(tree)
+        assert key not in out, "two derivations of one tree"
+        out[key] = float(p)
+    return out
+
+
+def forest_case(seed, n, scale=2.0, labels=FOREST_LABELS):
+    scores = random_scores(seed, n, len(labels), scale=scale)
+    scores[:, :, 0] = 0.0
+    scores[np.tril_indices(n, m=n + 1)] = np.nan
+    words = [f"w{i % 3}" for i in range(n)]
+    tags = [["DT", "NN", "VB"][i % 3] for i in range(n)]
+    return scores, words, tags
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 3), st.sampled_from([0.0, 0.0, 0.02, 0.1, 0.3, 1.0]))
+def test_forest_trees_are_the_pruned_crf_distribution(seed, n, threshold):
+    scores, words, tags = forest_case(seed, n)
+    forest = span_forest(scores, FOREST_LABELS, words, tags, threshold=threshold)
+    got = forest_trees(forest, words)
+    expected = reference_forest_trees(scores, FOREST_LABELS, words, tags, threshold)
+    assert set(got) == set(expected)
+    for key, p in expected.items():
+        assert got[key] == pytest.approx(p, rel=1e-9, abs=1e-12)
+    assert forest.log_total == pytest.approx(0.0, abs=1e-9)
+    # The Viterbi tree is always in the forest.
+    _, best = viterbi(scores)
+    assert str(spans_to_tree(words, tags, [(i, j, FOREST_LABELS.labels[lab]) for i, j, lab in best])) in got
+
+
+@pytest.mark.parametrize("threshold", [0.0, 0.01])
+def test_pruned_forests_of_four_words(threshold):
+    labels = SpanLabels(["", "NP", "S+NP"])
+    scores, words, tags = forest_case(3, 4, labels=labels)
+    got = forest_trees(span_forest(scores, labels, words, tags, threshold=threshold), words)
+    expected = reference_forest_trees(scores, labels, words, tags, threshold)
+    assert set(got) == set(expected)
+    assert all(got[key] == pytest.approx(p, rel=1e-9) for key, p in expected.items())
+
+
+def test_threshold_zero_holds_every_tree_with_its_crf_probability():
+    scores, words, tags = forest_case(3, 3)
+    got = forest_trees(span_forest(scores, FOREST_LABELS, words, tags, threshold=0.0), words)
+    log_z = log_partition(scores)
+    expected = {}
+    for score, spans in tree_list(scores):
+        key = str(spans_to_tree(words, tags, [(i, j, FOREST_LABELS.labels[lab]) for i, j, lab in spans]))
+        expected[key] = expected.get(key, 0.0) + np.exp(score - log_z)
+    assert set(got) == set(expected)
+    assert all(got[key] == pytest.approx(p, rel=1e-9) for key, p in expected.items())
+
+
+def test_forest_of_one_word_and_threshold_one():
+    scores, words, tags = forest_case(1, 1)
+    got = forest_trees(span_forest(scores, FOREST_LABELS, words, tags, threshold=0.0), words)
+    assert set(got) == {"(TOP (DT w0))", "(TOP (NP (DT w0)))", "(TOP (S (VP (DT w0))))", "(TOP (VP (DT w0)))"}
+    scores, words, tags = forest_case(8, 5, scale=1.0)
+    forest = span_forest(scores, FOREST_LABELS, words, tags, threshold=1.0)
+    _, best = viterbi(scores)
+    assert forest_trees(forest, words) == {
+        str(spans_to_tree(words, tags, [(i, j, FOREST_LABELS.labels[lab]) for i, j, lab in best])): 1.0}
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 3), st.integers(1, 3), st.sampled_from([0.05, 0.2]),
+       st.sampled_from([0.3, 1.0]))
+def test_forest_kernel_on_span_forests_is_the_expected_tree_kernel(seed, n1, n2, threshold, lam):
+    symbols = SymbolTable()
+    sides = []
+    for offset, n in ((0, n1), (1, n2)):
+        scores, words, tags = forest_case(seed + offset, n)
+        forest = span_forest(scores, FOREST_LABELS, words, tags, threshold=threshold, symbols=symbols)
+        ref = reference_forest_trees(scores, FOREST_LABELS, words, tags, threshold)
+        sides.append((forest, [parse_bracketed(t) for t in ref], np.array(list(ref.values()))))
+    (f1, t1, p1), (f2, t2, p2) = sides
+    K = gram(trees_to_arrays(t1, symbols), trees_to_arrays(t2, symbols), lam=lam, normalize=False, n_threads=1,
+             progress=False)
+    assert forest_kernel(f1, f2, lam=lam) == pytest.approx(float(p1 @ K @ p2), rel=1e-9)
+
+
+def test_a_capped_forest_is_still_a_distribution_over_some_of_the_trees():
+    labels = SpanLabels(["", "NP"])
+    scores, words, tags = forest_case(6, 5, scale=0.5, labels=labels)
+    full = forest_trees(span_forest(scores, labels, words, tags, threshold=0.0), words)
+    capped = span_forest(scores, labels, words, tags, threshold=0.0, max_expansions=2)
+    got = forest_trees(capped, words)
+    assert set(got) < set(full)
+    assert sum(got.values()) == pytest.approx(1.0)
+
+
+def test_long_sentence_forest_is_normalised_and_shares_symbols():
+    n = 40
+    scores = random_scores(12, n, len(FOREST_LABELS), scale=6.0)
+    scores[:, :, 0] = 0.0
+    words, tags = [f"w{i}" for i in range(n)], ["NN"] * n
+    symbols, rule_ids = SymbolTable(), {}
+    f1 = span_forest(scores, FOREST_LABELS, words, tags, threshold=1e-3, symbols=symbols, rule_ids=rule_ids)
+    f2 = span_forest(scores * 0.5, FOREST_LABELS, words, tags, threshold=1e-3, symbols=symbols, rule_ids=rule_ids)
+    assert f1.symbols is symbols and f2.symbols is symbols
+    assert f1.log_total == pytest.approx(0.0, abs=1e-9)
+    assert symbols.labels[f1.label[f1.root]] == "TOP" and f1.start[f1.root] == 0 and f1.end[f1.root] == n
+    assert 0.0 < forest_kernel(f1, f2, normalize=True) <= 1.0 + 1e-9
+
+
+def test_span_forest_refuses_bad_arguments():
+    scores, words, tags = forest_case(2, 3)
+    with pytest.raises(StructPrefError, match="SpanLabels"):
+        span_forest(scores, SpanLabels(["", "NP"]), words, tags)
+    with pytest.raises(StructPrefError, match="SpanLabels"):
+        span_forest(scores, ["", "NP", "S+VP", "VP"], words, tags)
+    with pytest.raises(StructPrefError, match="3 words"):
+        span_forest(scores, FOREST_LABELS, words[:2], tags)
+    with pytest.raises(StructPrefError, match="3 words"):
+        span_forest(scores, FOREST_LABELS, words, tags + ["NN"])
+    for bad in (-0.1, 1.5, "0.1", None):
+        with pytest.raises(StructPrefError, match="threshold"):
+            span_forest(scores, FOREST_LABELS, words, tags, threshold=bad)
+    with pytest.raises(StructPrefError, match="max_expansions"):
+        span_forest(scores, FOREST_LABELS, words, tags, max_expansions=0)
