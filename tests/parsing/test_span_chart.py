@@ -1,6 +1,8 @@
 """The span tree CRF chart (spacy_structpref.parsing.span_chart) against
 brute-force enumeration of every labelled binary tree."""
 import itertools
+import subprocess
+import sys
 from functools import lru_cache
 
 import numpy as np
@@ -283,11 +285,42 @@ def test_kbest_refuses_bad_k():
 FOREST_LABELS = SpanLabels(["", "NP", "S+VP", "VP"])
 
 
+def hyperedges(tree):
+    """The forest hyperedges a treebank tree uses, as (head, tails) of node
+    keys: a node is keyed by its span and the labels of the unary chain from
+    it down to a node of two or more children or over a preterminal (the
+    chain nodes are shared by span and chain suffix), a preterminal by its
+    position, a word by ("word", i)."""
+    out = []
+
+    def visit(node, start):
+        if isinstance(node[0], str):
+            out.append(((start, "pre"), (("word", start),)))
+            return (start, "pre"), start + 1
+        end, kids = start, []
+        for kid in node:
+            key, end = visit(kid, end)
+            kids.append(key)
+        if node.label() == "TOP":
+            key = ("TOP",)
+        elif len(node) == 1 and not isinstance(node[0][0], str):
+            key = (start, end, node.label() + "+" + kids[0][2])
+        else:
+            key = (start, end, node.label())
+        out.append((key, tuple(kids)))
+        return key, end
+
+    visit(tree, 0)
+    return out
+
+
 def reference_forest_trees(scores, labels, words, tags, threshold):
     """Treebank trees of the pruned CRF with their probabilities, by
     enumeration: labelled spans and splits are kept by their marginals over
     all trees (with the Viterbi tree's), the binary trees using only kept
-    ones are un-binarised, and their probabilities summed per tree and
+    ones are un-binarised and their probabilities summed per tree and
+    renormalised; then the trees that use a hyperedge of posterior below the
+    threshold (other than the Viterbi tree's) are dropped and the rest
     renormalised: ``{bracketed tree: probability}``."""
     trees = tree_list(scores)
     log_z = logsumexp([s for s, _ in trees])
@@ -306,14 +339,22 @@ def reference_forest_trees(scores, labels, words, tags, threshold):
     keep_splits = {key for key, p in split_mu.items() if p >= threshold and p > 0}
     keep_splits |= {(i, k, j) for i, j, _ in best for k in range(i + 1, j)
                     if (i, k) in best_cells and (k, j) in best_cells}
-    out = {}
+    restricted = {}
     for score, spans in trees:
         cells = {(i, j) for i, j, _ in spans}
         splits = {(i, k, j) for i, j, _ in spans for k in range(i + 1, j) if (i, k) in cells and (k, j) in cells}
         if set(spans) <= keep_spans and splits <= keep_splits:
             tree = spans_to_tree(words, tags, [(i, j, labels.labels[lab]) for i, j, lab in spans])
             key = str(tree)
-            out[key] = out.get(key, 0.0) + np.exp(score - log_z)
+            restricted[key] = restricted.get(key, 0.0) + np.exp(score - log_z)
+    total = sum(restricted.values())
+    edge_mu = {}
+    for key, p in restricted.items():
+        for edge in set(hyperedges(parse_bracketed(key))):
+            edge_mu[edge] = edge_mu.get(edge, 0.0) + p / total
+    best_edges = set(hyperedges(spans_to_tree(words, tags, [(i, j, labels.labels[lab]) for i, j, lab in best])))
+    out = {key: p for key, p in restricted.items()
+           if all(edge_mu[e] >= threshold or e in best_edges for e in hyperedges(parse_bracketed(key)))}
     total = sum(out.values())
     return {key: p / total for key, p in out.items()}
 
@@ -441,3 +482,15 @@ def test_span_forest_refuses_bad_arguments():
             span_forest(scores, FOREST_LABELS, words, tags, threshold=bad)
     with pytest.raises(StructPrefError, match="max_expansions"):
         span_forest(scores, FOREST_LABELS, words, tags, max_expansions=0)
+
+
+def test_importing_the_chart_loads_no_compiled_code():
+    # spaCy imports plugin entry points eagerly; modules that import these
+    # must load even where an extension is broken.
+    code = ("import sys\n"
+            "import spacy_structpref.parsing.span_chart, spacy_structpref.parsing.span_trees\n"
+            "print([m for m, mod in sys.modules.items() if m.startswith('spacy_structpref')\n"
+            "       and getattr(mod, '__file__', '') and mod.__file__.endswith(('.so', '.pyd'))])\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"

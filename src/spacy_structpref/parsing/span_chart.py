@@ -24,10 +24,17 @@ from ..errors import StructPrefError
 from ..trees.arrays import SymbolTable
 from ..trees.forest import Forest, ForestBuilder
 from ..trees.normalize import TOP
-from . import _span_chart
 from .span_trees import CHAIN_JOIN, SpanLabels
 
 LabelledSpan = Tuple[int, int, int]
+
+
+def _compiled():
+    # Imported when first needed: spaCy imports plugin entry points whenever
+    # it builds a pipeline, and they must load even where an extension is broken.
+    from . import _span_chart
+
+    return _span_chart
 
 
 def check_scores(scores) -> np.ndarray:
@@ -66,7 +73,7 @@ class SpanChart:
     def __init__(self, scores):
         self.scores = check_scores(scores)
         self.n = self.scores.shape[0]
-        self.lab, self.beta = _span_chart.inside(self.scores)
+        self.lab, self.beta = _compiled().inside(self.scores)
         self.log_z = float(self.beta[0, self.n])
         if self.log_z == -np.inf:
             raise _no_tree(self.n)
@@ -75,7 +82,7 @@ class SpanChart:
     @property
     def alpha(self) -> np.ndarray:
         if self._alpha is None:
-            self._alpha = _span_chart.outside(self.lab, self.beta)
+            self._alpha = _compiled().outside(self.lab, self.beta)
         return self._alpha
 
     def span_marginals(self) -> np.ndarray:
@@ -84,7 +91,7 @@ class SpanChart:
 
     def label_marginals(self) -> np.ndarray:
         """``mu[i, j, l]``: the probability that the tree holds ``[i, j)`` labelled ``l``."""
-        return _span_chart.label_marginals(self.scores, self.lab, self.beta, self.alpha, self.log_z)
+        return _compiled().label_marginals(self.scores, self.lab, self.beta, self.alpha, self.log_z)
 
 
 def log_partition(scores) -> float:
@@ -105,7 +112,7 @@ def viterbi(scores) -> Tuple[float, List[LabelledSpan]]:
     lowest label id and the leftmost split)."""
     scores = check_scores(scores)
     n = scores.shape[0]
-    best, label, split = _span_chart.viterbi(scores)
+    best, label, split = _compiled().viterbi(scores)
     if best[0, n] == -np.inf:
         raise _no_tree(n)
     spans: List[LabelledSpan] = []
@@ -131,7 +138,7 @@ def kbest(scores, k: int) -> List[Tuple[float, List[LabelledSpan]]]:
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
         raise StructPrefError(f"k must be a positive integer, got {k!r}")
     scores = check_scores(scores)
-    tree_scores, spans = _span_chart.kbest(scores, int(k))
+    tree_scores, spans = _compiled().kbest(scores, int(k))
     if not len(tree_scores):
         raise _no_tree(scores.shape[0])
     return [(float(score), list(map(tuple, tree.tolist()))) for score, tree in zip(tree_scores, spans)]
@@ -207,26 +214,129 @@ def _kept(chart: "SpanChart", log_t: float, viterbi_spans: List[LabelledSpan]):
     return labels, splits
 
 
+class _Draft:
+    """The treebank-space hypergraph of a pruned span chart before it
+    becomes a :class:`Forest`: per node its label, span and hyperedges as
+    fragments (tails, omega), ``omega`` being the edge's log weight plus its
+    tails' log inside, so a node's log inside is the log-sum of its edges'
+    omega; ``protected`` holds the (node, tails) of the Viterbi tree's edges.
+
+    The nodes of one span's labels share one list of hyperedges (the
+    span's child sequences, best first), added as a group by
+    :meth:`add_shared`: the outside pass then goes through the list once
+    for the whole group, and each node keeps a prefix of it."""
+
+    def __init__(self) -> None:
+        self.label: List[str] = []
+        self.span: List[Tuple[int, int]] = []
+        self.edges: List[List[Fragment]] = []
+        self.log_beta: List[float] = []
+        self.group: List[int] = []  # first node of the node's shared-edges group, or -1
+        self.protected: Dict[int, Set[Tuple[int, ...]]] = {}
+
+    def add(self, label: str, i: int, j: int, edges: List[Fragment], first: Optional[int] = None,
+            shared: bool = False) -> int:
+        """A node over [i, j) with hyperedges ``edges``; ``shared``: the
+        list is shared with the nodes added before with it, the first of
+        which is ``first`` (None: this is the first)."""
+        v = len(self.label)
+        self.label.append(label)
+        self.span.append((i, j))
+        self.edges.append(edges)
+        self.group.append(-1 if not shared else v if first is None else first)
+        self.log_beta.append(self.log_beta[first] if shared and first is not None
+                             else _log_sum([omega for _, omega in edges]))
+        return v
+
+    def protect(self, v: int, tails: Tuple[int, ...]) -> None:
+        self.protected.setdefault(v, set()).add(tails)
+
+    def prune(self, root: int, log_t: float) -> None:
+        """Drops the hyperedges whose posterior ``alpha(head) w(e) prod
+        beta(tails) / beta(root)`` is below ``exp(log_t)`` (the Viterbi
+        tree's stay), then the nodes left without a complete hyperedge, and
+        recomputes omega and the inside scores."""
+        n_nodes, log_z, log_beta = len(self.label), self.log_beta[root], self.log_beta
+        into: List[List[float]] = [[] for _ in range(n_nodes)]
+        into[root].append(0.0)
+        group_alpha: Dict[int, List[float]] = {}
+        kept: List[Dict[Tuple[int, ...], float]] = [{} for _ in range(n_nodes)]
+        for v in range(root, -1, -1):
+            log_alpha = _log_sum(into[v]) if into[v] else -math.inf
+            first = self.group[v]
+            if log_alpha > -math.inf:
+                # A shared list is sorted best first: what reaches the threshold is a prefix.
+                for tails, omega in self.edges[v]:
+                    if log_alpha + omega - log_z >= log_t:
+                        kept[v][tails] = omega
+                    elif first >= 0:
+                        break
+                for tails in self.protected.get(v, ()):
+                    if tails not in kept[v]:
+                        kept[v][tails] = dict(self.edges[v])[tails]
+                if first >= 0:
+                    group_alpha.setdefault(first, []).append(log_alpha)
+                else:
+                    group_alpha[v] = [log_alpha]
+            if v == first or first < 0:
+                # Outside contributions to the tails, once per list of hyperedges.
+                alphas = group_alpha.pop(v, None)
+                if alphas:
+                    log_alpha = _log_sum(alphas)
+                    for tails, omega in self.edges[v]:
+                        for t in tails:
+                            if t >= 0:
+                                into[t].append(log_alpha + omega - log_beta[t])
+        new_beta = log_beta[:]
+        for v in range(n_nodes):
+            edges = [(tails, omega + sum(new_beta[t] - log_beta[t] for t in tails if t >= 0))
+                     for tails, omega in kept[v].items() if all(t < 0 or self.edges[t] for t in tails)]
+            edges.sort(key=lambda f: -f[1])
+            self.edges[v] = edges
+            new_beta[v] = _log_sum([omega for _, omega in edges]) if edges else -math.inf
+        self.log_beta = new_beta
+
+    def to_forest(self, root: int, words: Sequence[str], symbols: SymbolTable,
+                  rule_ids: Optional[Dict[tuple, int]]) -> Forest:
+        """The nodes reachable from ``root`` as a Forest with ``q(e) = exp(omega(e) - log beta(head))``."""
+        reach = np.zeros(len(self.label), dtype=bool)
+        reach[root] = True
+        for v in range(root, -1, -1):
+            if reach[v]:
+                for tails, _ in self.edges[v]:
+                    reach[[t for t in tails if t >= 0]] = True
+        builder = ForestBuilder(symbols, len(words), list(words), rule_ids=rule_ids)
+        new_id: Dict[int, int] = {}
+        for v in np.flatnonzero(reach).tolist():
+            new_id[v] = builder.add_node(self.label[v], *self.span[v])
+            builder.add_edges(new_id[v], [([new_id[t] if t >= 0 else t for t in tails],
+                                           math.exp(omega - self.log_beta[v])) for tails, omega in self.edges[v]])
+        return builder.build(new_id[root]).compute_inside_outside()
+
+
 def span_forest(scores, labels: SpanLabels, words: Sequence[str], tags: Sequence[str], threshold: float = 1e-3,
                 symbols: Optional[SymbolTable] = None, max_expansions: int = 200,
                 rule_ids: Optional[Dict[tuple, int]] = None) -> Forest:
     """The span CRF's pruned parse forest, in treebank space.
 
-    Labelled spans whose marginal is at least ``threshold`` and binary splits
-    whose posterior is at least ``threshold`` are kept, with the Viterbi
-    tree's always (the posterior pruning of Huang 2008 on the CRF's
-    marginals). Binary trees over what is kept are then un-binarised as
-    :func:`.span_trees.spans_to_tree` does: a node per labelled span (a
-    chain label becomes a path of unary nodes; label-less spans are spliced
-    into their parent, whose hyperedges are the n-ary child sequences they
-    leave, duplicates summed; per span at most ``max_expansions`` sequences,
-    the most probable), a preterminal ``tags[i] -> words[i]`` per word (probability 1)
+    First the chart is pruned: labelled spans whose marginal is at least
+    ``threshold`` and binary splits whose posterior is at least
+    ``threshold`` are kept, with the Viterbi tree's always (posterior
+    pruning, Huang 2008, on the CRF's marginals). Binary trees over what is
+    kept are un-binarised as :func:`.span_trees.spans_to_tree` does: a node
+    per labelled span (a chain label becomes a path of unary nodes;
+    label-less spans are spliced into their parent, whose hyperedges are the
+    n-ary child sequences they leave, duplicates summed; per span at most
+    ``max_expansions`` sequences, the most probable, and the Viterbi
+    tree's), a preterminal ``tags[i] -> words[i]`` per word (probability 1)
     and ``TOP`` over the sentence. A hyperedge's weight ``w(e)`` is the sum
-    of ``exp`` of the scores its binarisations add (its children's labels and
-    the spliced spans); its probability is ``q(e) = w(e) prod beta(tails) /
-    beta(head)`` (inside over the pruned forest), so a tree's probability in
-    the forest is its CRF probability (summed over its binarisations)
-    restricted to the forest and renormalised, exactly unless the cap drops
+    of ``exp`` of the scores its binarisations add (its children's labels
+    and the spliced spans). Then hyperedges whose posterior in this forest
+    is below ``threshold`` are dropped, the Viterbi tree's kept. Each
+    hyperedge gets ``q(e) = w(e) prod beta(tails) / beta(head)`` from the
+    inside scores of what is left, so a tree's probability in the forest is
+    its CRF probability (summed over its binarisations) restricted to the
+    forest's trees and renormalised, exactly unless the cap drops
     expansions. Node and rule ids go into ``symbols`` (a new table unless
     given; ``rule_ids``: a production-id cache shared across sentences, see
     :class:`~spacy_structpref.trees.ForestBuilder`)."""
@@ -241,36 +351,29 @@ def span_forest(scores, labels: SpanLabels, words: Sequence[str], tags: Sequence
         raise StructPrefError(f"threshold must be a probability in [0, 1], got {threshold!r}")
     if isinstance(max_expansions, bool) or not isinstance(max_expansions, (int, np.integer)) or max_expansions < 1:
         raise StructPrefError(f"max_expansions must be an integer of at least 1, got {max_expansions!r}")
-    log_t = float(np.log(threshold)) if threshold > 0 else -np.inf
-    kept_labels, kept_splits = _kept(chart, log_t, viterbi(chart.scores)[1])
-    s = chart.scores
-    names = labels.labels
+    log_t = math.log(threshold) if threshold > 0 else -math.inf
+    best = viterbi(chart.scores)[1]
+    kept_labels, kept_splits = _kept(chart, log_t, best)
+    best_label = {(i, j): lab for i, j, lab in best}
+    best_split = {(i, j): best[pos + 1][1] for pos, (i, j, _) in enumerate(best) if j - i > 1}
+    s, names, draft = chart.scores, labels.labels, _Draft()
 
-    # Fragments carry their inside weight omega = log w + sum of the tails'
-    # log inside, so a node's log inside is the log-sum of its edges' omega
-    # and q(e) = exp(omega(e) - log beta(head)).
-    node_label: List[str] = []
-    node_span: List[Tuple[int, int]] = []
-    node_edges: List[List[Fragment]] = []
-    log_beta: List[float] = []
-
-    def add(label: str, i: int, j: int, edges: List[Fragment]) -> int:
-        node_label.append(label)
-        node_span.append((i, j))
-        node_edges.append(edges)
-        log_beta.append(_log_sum([omega for _, omega in edges]))
-        return len(node_label) - 1
-
-    # What span [a, b) adds to a parent's child sequence, over its kept labels.
+    # What span [a, b) adds to a parent's child sequence, over its kept
+    # labels, and what it adds in the Viterbi tree.
     options: Dict[Tuple[int, int], List[Fragment]] = {}
+    best_option: Dict[Tuple[int, int], Fragment] = {}
     chains: Dict[Tuple[int, int, str], int] = {}  # node of each chain (suffix) label over a span
     for length in range(1, n + 1):
         for i in range(n - length + 1):
             j = i + length
             if (i, j) not in kept_labels:
                 continue
+            best_tails: Optional[Tuple[int, ...]] = None  # the Viterbi tree's children here
             if length == 1:
-                content = [((add(tags[i], i, j, [((-(i + 1),), 0.0)]),), 0.0)]
+                pre = draft.add(tags[i], i, j, [((-(i + 1),), 0.0)])
+                draft.protect(pre, (-(i + 1),))
+                content = [((pre,), 0.0)]
+                best_tails = (pre,)
             else:
                 merged: Dict[Tuple[int, ...], float] = {}
                 for k in sorted(kept_splits.get((i, j), ())):
@@ -278,40 +381,45 @@ def span_forest(scores, labels: SpanLabels, words: Sequence[str], tags: Sequence
                                                     max_expansions):
                         merged[tails] = _log_add(merged[tails], omega) if tails in merged else omega
                 content = sorted(merged.items(), key=lambda f: -f[1])[:max_expansions]
+                if (i, j) in best_label:
+                    left, right = best_option[i, best_split[i, j]], best_option[best_split[i, j], j]
+                    best_tails = left[0] + right[0]
+                    if best_tails not in merged:
+                        merged[best_tails] = left[1] + right[1]
+                    if all(best_tails != tails for tails, _ in content):  # cut by the cap: the lightest
+                        content.append((best_tails, merged[best_tails]))
             if not content:
                 continue
             opts: List[Fragment] = []
+            first_bottom: Optional[int] = None
             for lab_id in sorted(kept_labels[i, j]):
                 name, score = names[lab_id], float(s[i, j, lab_id])
+                on_best = best_label.get((i, j)) == lab_id
                 if not name:
                     opts.extend((tails, omega + score) for tails, omega in content)
+                    if on_best:
+                        best_option[i, j] = (best_tails, dict(content)[best_tails] + score)
                     continue
                 parts = name.split(CHAIN_JOIN)
                 below: Optional[int] = None
                 for depth in range(len(parts) - 1, -1, -1):
                     key = (i, j, CHAIN_JOIN.join(parts[depth:]))
                     if key not in chains:
-                        edges = content if below is None else [((below,), log_beta[below])]
-                        chains[key] = add(parts[depth], i, j, edges)
+                        if below is None:  # the chain's bottom: the span's child sequences
+                            chains[key] = draft.add(parts[depth], i, j, content, first_bottom, shared=True)
+                            first_bottom = chains[key] if first_bottom is None else first_bottom
+                        else:
+                            chains[key] = draft.add(parts[depth], i, j, [((below,), draft.log_beta[below])])
+                    if on_best:
+                        draft.protect(chains[key], best_tails if below is None else (below,))
                     below = chains[key]
-                opts.append(((below,), score + log_beta[below]))
+                opts.append(((below,), score + draft.log_beta[below]))
+                if on_best:
+                    best_option[i, j] = opts[-1]
             opts.sort(key=lambda f: -f[1])
             options[i, j] = opts
-    if not options.get((0, n)):
-        raise StructPrefError("the pruned span chart holds no tree (the Viterbi tree should always be kept)")
-    root = add(TOP, 0, n, options[0, n])
-
-    reach = np.zeros(len(node_label), dtype=bool)
-    reach[root] = True
-    for v in range(root, -1, -1):
-        if reach[v]:
-            for tails, _ in node_edges[v]:
-                reach[[t for t in tails if t >= 0]] = True
-    symbols = SymbolTable() if symbols is None else symbols
-    builder = ForestBuilder(symbols, n, list(words), rule_ids=rule_ids)
-    new_id: Dict[int, int] = {}
-    for v in np.flatnonzero(reach).tolist():
-        new_id[v] = builder.add_node(node_label[v], *node_span[v])
-        builder.add_edges(new_id[v], [([new_id[t] if t >= 0 else t for t in tails], math.exp(omega - log_beta[v]))
-                                      for tails, omega in node_edges[v]])
-    return builder.build(new_id[root]).compute_inside_outside()
+    root = draft.add(TOP, 0, n, options[0, n])
+    draft.protect(root, best_option[0, n][0])
+    if log_t > -math.inf:
+        draft.prune(root, log_t)
+    return draft.to_forest(root, words, SymbolTable() if symbols is None else symbols, rule_ids)
