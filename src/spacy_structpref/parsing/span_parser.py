@@ -8,11 +8,19 @@ binarised tree T of a sentence x has probability
 eq. 6-7). Training minimises ``-log p(T_gold | x)``, whose gradient with
 respect to ``s(i, j, l)`` is the span marginal minus the gold indicator
 (Eisner 2016), plus the cross-entropy of the tagging head, which supplies the
-preterminals (never the gold tags). Decoding is the chart's CKY, its lazy
-k-best and its posterior-pruned forest (:mod:`.span_chart`); the results are
-:class:`~.parser.ParseResult` as the PCFG parser gives them, a tree's
-log-probability being ``log p(T | x)`` of its span tree under the predicted
-tags.
+preterminals (never the gold tags).
+
+Binarisations of one treebank tree that differ only in their empty-labelled
+spans are distinct CRF derivations (with the empty label at 0 they score the
+same), so a tree's probability is the sum over its binarisations
+(:func:`tree_log_prob`), and the log-probabilities reported are those,
+exactly, under the predicted tags. The 1-best tree is the chart's CKY
+(Viterbi) derivation, un-binarised; the k-best list is that tree, then the
+next most probable distinct trees of the posterior-pruned forest
+(:func:`.span_chart.span_forest`, whose hyperedges sum the binarisations),
+found by lazy k-best over it (Huang & Chiang 2005) and ordered by their exact
+log-probabilities. The results are :class:`~.parser.ParseResult` as the PCFG
+parser gives them.
 """
 from typing import List, Optional, Sequence, Tuple
 
@@ -29,12 +37,8 @@ from ..models.span_crf import SpanCRF, SpanCRFScores, span_index, tag_logits
 from ..saving import load_errors
 from ..trees.brackets import to_bracketed
 from . import span_chart
-from .parser import TOO_LONG, ParseResult, check_count
+from .parser import TOO_LONG, KBest, ParseResult, check_count
 from .span_trees import SpanLabels, spans_to_tree, tree_to_spans
-
-
-# k-best asks the chart for at most this many derivations per wanted distinct tree
-MAX_DERIVATIONS_PER_TREE = 64
 
 
 def crf_loss(chart: np.ndarray, gold: Sequence[Tuple[int, int, int]]) -> Tuple[float, np.ndarray]:
@@ -57,6 +61,57 @@ def tag_loss(logits, gold: Sequence[int]) -> Tuple[float, np.ndarray]:
     grad = np.exp(log_p)
     grad[rows, gold] -= 1.0
     return -float(log_p[rows, gold].sum()), grad
+
+
+def tree_log_prob(chart: np.ndarray, spans: Sequence[Tuple[int, int, int]], log_z: float) -> float:
+    """``log p`` of a treebank tree given by its left-factored spans
+    (``(i, j, label id)`` as :func:`.span_trees.tree_to_spans` gives them,
+    label 0 the empty label): the CRF's probability
+    summed over every binarisation of the tree, i.e. over the ways of
+    bracketing the children of each n-ary node with empty-labelled spans
+    (an inside pass over the node's children per node; Catalan(m - 1)
+    bracketings for m children when the empty label scores 0)."""
+    cell = {(i, j): lab for i, j, lab in spans}
+    n = max(j for _, j, _ in spans)
+    by_start: dict = {}
+    for i, j in cell:
+        by_start.setdefault(i, []).append(j)
+    total = 0.0
+    stack = [(0, n)]
+    while stack:
+        i, j = stack.pop()
+        total += chart[i, j, cell[i, j]]
+        if j - i == 1:
+            continue
+        # the node's children: down the left spine of empty-labelled spans
+        bounds, end = [j], j
+        while True:
+            k = max(e for e in by_start[i] if e < end)
+            stack.append((k, end))
+            bounds.append(k)
+            if cell[i, k] or k - i == 1:
+                stack.append((i, k))
+                break
+            end = k
+        bounds.append(i)
+        bounds.reverse()
+        total += _bracketings(chart, bounds)
+    return total - log_z
+
+
+def _bracketings(chart: np.ndarray, bounds: List[int]) -> float:
+    """log Σ over binary bracketings of the children between ``bounds`` of
+    ``exp`` of their inner spans' empty-label scores."""
+    m = len(bounds) - 1
+    inside = np.full((m + 1, m + 1), -np.inf)
+    for a in range(m):
+        inside[a, a + 1] = 0.0
+    for width in range(2, m + 1):
+        for a in range(m - width + 1):
+            c = a + width
+            split = np.logaddexp.reduce([inside[a, e] + inside[e, c] for e in range(a + 1, c)])
+            inside[a, c] = split + (chart[bounds[a], bounds[c], 0] if width < m else 0.0)
+    return float(inside[0, m])
 
 
 class SpanParser:
@@ -193,34 +248,25 @@ class SpanParser:
     def _decode(self, words: List[str], tags: List[str], chart: np.ndarray, k: int,
                 with_forest: bool) -> ParseResult:
         log_z = span_chart.log_partition(chart)
-        found = self._distinct(words, tags, chart, k)
-        nbest = [(score - log_z, text) for score, _, text in found]
-        forest = span_chart.span_forest(chart, self.labels, words, tags, self.threshold) if with_forest else None
-        return ParseResult(words, found[0][1], nbest[0][0], forest, nbest, False)
-
-    def _distinct(self, words, tags, chart, k: int) -> List[Tuple[float, Tree, str]]:
-        """Up to k distinct trees ``(score, tree, bracketed)``, best first.
-        Binarisations that differ only in spans with the empty label
-        un-binarise to one tree, of which the best derivation is kept (as the
-        PCFG parser keeps a tree's best annotated derivation), so the chart is
-        asked for more derivations until k distinct trees are found or the
-        derivations run out."""
         labels = self.labels.labels
-        want = 1 if k == 1 else 4 * k
-        while True:
-            found = [span_chart.viterbi(chart)] if want == 1 else span_chart.kbest(chart, want)
-            out, seen = [], set()
-            for score, spans in found:
-                tree = spans_to_tree(words, tags, [(i, j, labels[lab]) for i, j, lab in spans])
-                text = to_bracketed(tree)
-                if text not in seen:
-                    seen.add(text)
-                    out.append((score, tree, text))
-                    if len(out) == k:
-                        return out
-            if len(found) < want or want >= MAX_DERIVATIONS_PER_TREE * k:
-                return out
-            want *= 4
+        _, spans = span_chart.viterbi(chart)
+        best = spans_to_tree(words, tags, [(i, j, labels[lab]) for i, j, lab in spans])
+        nbest = [(self._log_prob(chart, best, log_z), to_bracketed(best))]
+        forest = None
+        if with_forest or k > 1:
+            forest = span_chart.span_forest(chart, self.labels, words, tags, self.threshold)
+        if k > 1:
+            extractor = KBest(forest, words)
+            others = []
+            for _, text, rank in extractor.best(k):
+                if text != nbest[0][1]:
+                    others.append((self._log_prob(chart, extractor.tree(forest.root, rank), log_z), text))
+            nbest += sorted(others, key=lambda x: -x[0])[:k - 1]
+        return ParseResult(words, best, nbest[0][0], forest if with_forest else None, nbest, False)
+
+    def _log_prob(self, chart: np.ndarray, tree: Tree, log_z: float) -> float:
+        spans = [(i, j, self.labels.index(label)) for i, j, label in tree_to_spans(tree)[2]]
+        return tree_log_prob(chart, spans, log_z)
 
     def _fallback(self, doc: Doc, logits) -> ParseResult:
         words = [t.text for t in doc]
