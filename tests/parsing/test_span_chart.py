@@ -494,3 +494,13 @@ def test_importing_the_chart_loads_no_compiled_code():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_the_viterbi_tree_survives_the_expansion_cap():
+    labels = SpanLabels(["", "NP"])
+    for seed in range(5):
+        scores, words, tags = forest_case(seed, 5, scale=0.5, labels=labels)
+        _, best = viterbi(scores)
+        forest = span_forest(scores, labels, words, tags, threshold=0.0, max_expansions=1)
+        assert str(spans_to_tree(words, tags, [(i, j, labels.labels[lab]) for i, j, lab in best])) in \
+            forest_trees(forest, words)

@@ -162,24 +162,26 @@ def _log_sum(values: List[float]) -> float:
     return top + math.log(sum(math.exp(v - top) for v in values))
 
 
-def _best_pairs(left: List[Fragment], right: List[Fragment], cap: int) -> List[Fragment]:
-    """The ``cap`` best concatenations of a fragment of ``left`` with one of
-    ``right`` (both sorted best first), best first: a heap over the grid of
-    ranks where (a, b) is pushed by (a - 1, b), or by (0, b - 1) when a = 0,
-    so each pair is pushed once."""
-    if len(left) * len(right) <= cap:
-        out = [(lt + rt, lw + rw) for lt, lw in left for rt, rw in right]
-        out.sort(key=lambda f: -f[1])
-        return out
-    heap = [(-(left[0][1] + right[0][1]), 0, 0)]
-    out = []
+def _child_sequences(grids: List[Tuple[List[Fragment], List[Fragment]]], cap: int) -> Dict[Tuple[int, ...], float]:
+    """Child sequences of a span from the pairs (left part, right part) of
+    its splits' ``grids`` (each list sorted best first), best pair first
+    across all splits, until ``cap`` distinct sequences are found:
+    ``{tails: omega}``, a sequence's weight summed over the pairs that give
+    it (all of them unless the cap stops the search first). Pairs come off one
+    heap: in a split's grid of ranks (a, b) is pushed by (a - 1, b), or by
+    (0, b - 1) when a = 0, so each pair is pushed once."""
+    heap = [(-(left[0][1] + right[0][1]), g, 0, 0) for g, (left, right) in enumerate(grids) if left and right]
+    heapq.heapify(heap)
+    out: Dict[Tuple[int, ...], float] = {}
     while heap and len(out) < cap:
-        _, a, b = heapq.heappop(heap)
-        out.append((left[a][0] + right[b][0], left[a][1] + right[b][1]))
+        neg, g, a, b = heapq.heappop(heap)
+        left, right = grids[g]
+        tails = left[a][0] + right[b][0]
+        out[tails] = _log_add(out[tails], -neg) if tails in out else -neg
         if a + 1 < len(left):
-            heapq.heappush(heap, (-(left[a + 1][1] + right[b][1]), a + 1, b))
+            heapq.heappush(heap, (-(left[a + 1][1] + right[b][1]), g, a + 1, b))
         if a == 0 and b + 1 < len(right):
-            heapq.heappush(heap, (-(left[0][1] + right[b + 1][1]), 0, b + 1))
+            heapq.heappush(heap, (-(left[0][1] + right[b + 1][1]), g, 0, b + 1))
     return out
 
 
@@ -187,8 +189,9 @@ def _kept(chart: "SpanChart", log_t: float, viterbi_spans: List[LabelledSpan]):
     """Labelled spans with ``log mu >= log_t`` and, below the spans that keep
     a label, binary splits whose log posterior
     ``alpha(i, j) + lab(i, j) + beta(i, k) + beta(k, j) - log Z`` is ``>= log_t``,
-    with the Viterbi tree's spans and splits: ``({(i, j): label ids},
-    {(i, j): split points})``. Nothing of probability zero is kept."""
+    with the Viterbi tree's spans and splits, as far as trees made of them
+    reach: ``({(i, j): label ids}, {(i, j): split points})``. Nothing of
+    probability zero is kept."""
     n, log_z = chart.n, chart.log_z
     alpha, beta, lab = chart.alpha, chart.beta, chart.lab
     with np.errstate(invalid="ignore"):  # -inf - -inf where i >= j
@@ -211,7 +214,18 @@ def _kept(chart: "SpanChart", log_t: float, viterbi_spans: List[LabelledSpan]):
         labels.setdefault((i, j), set()).add(lab_id)
         if j - i > 1:  # in preorder a span's left child follows it
             splits.setdefault((i, j), set()).add(viterbi_spans[pos + 1][1])
-    return labels, splits
+    # Only what a tree over kept spans and splits can reach from the sentence.
+    reach, todo = {(0, n)}, [(0, n)]
+    while todo:
+        i, j = todo.pop()
+        usable = {k for k in splits.get((i, j), ()) if (i, k) in labels and (k, j) in labels}
+        splits[i, j] = usable
+        for cell in [(i, k) for k in usable] + [(k, j) for k in usable]:
+            if cell not in reach:
+                reach.add(cell)
+                todo.append(cell)
+    return ({cell: ids for cell, ids in labels.items() if cell in reach},
+            {cell: ks for cell, ks in splits.items() if cell in reach})
 
 
 class _Draft:
@@ -336,8 +350,8 @@ def span_forest(scores, labels: SpanLabels, words: Sequence[str], tags: Sequence
     hyperedge gets ``q(e) = w(e) prod beta(tails) / beta(head)`` from the
     inside scores of what is left, so a tree's probability in the forest is
     its CRF probability (summed over its binarisations) restricted to the
-    forest's trees and renormalised, exactly unless the cap drops
-    expansions. Node and rule ids go into ``symbols`` (a new table unless
+    forest's trees and renormalised, exactly unless the cap leaves out
+    binarisations. Node and rule ids go into ``symbols`` (a new table unless
     given; ``rule_ids``: a production-id cache shared across sentences, see
     :class:`~spacy_structpref.trees.ForestBuilder`)."""
     chart = SpanChart(scores)
@@ -375,19 +389,15 @@ def span_forest(scores, labels: SpanLabels, words: Sequence[str], tags: Sequence
                 content = [((pre,), 0.0)]
                 best_tails = (pre,)
             else:
-                merged: Dict[Tuple[int, ...], float] = {}
-                for k in sorted(kept_splits.get((i, j), ())):
-                    for tails, omega in _best_pairs(options.get((i, k), []), options.get((k, j), []),
-                                                    max_expansions):
-                        merged[tails] = _log_add(merged[tails], omega) if tails in merged else omega
-                content = sorted(merged.items(), key=lambda f: -f[1])[:max_expansions]
+                merged = _child_sequences([(options.get((i, k), []), options.get((k, j), []))
+                                           for k in sorted(kept_splits.get((i, j), ()))], max_expansions)
+                content = sorted(merged.items(), key=lambda f: -f[1])
                 if (i, j) in best_label:
                     left, right = best_option[i, best_split[i, j]], best_option[best_split[i, j], j]
                     best_tails = left[0] + right[0]
                     if best_tails not in merged:
                         merged[best_tails] = left[1] + right[1]
-                    if all(best_tails != tails for tails, _ in content):  # cut by the cap: the lightest
-                        content.append((best_tails, merged[best_tails]))
+                        content.append((best_tails, merged[best_tails]))  # cut by the cap: the lightest
             if not content:
                 continue
             opts: List[Fragment] = []
