@@ -283,6 +283,7 @@ def test_kbest_refuses_bad_k():
 
 # ------------------------------------------------------------------ forest
 FOREST_LABELS = SpanLabels(["", "NP", "S+VP", "VP"])
+UNCAPPED = 10**6  # max_expansions no test sentence reaches: the forest is exact
 
 
 def hyperedges(tree):
@@ -381,7 +382,7 @@ def forest_case(seed, n, scale=2.0, labels=FOREST_LABELS):
 @given(st.integers(0, 2**32 - 1), st.integers(1, 3), st.sampled_from([0.0, 0.0, 0.02, 0.1, 0.3, 1.0]))
 def test_forest_trees_are_the_pruned_crf_distribution(seed, n, threshold):
     scores, words, tags = forest_case(seed, n)
-    forest = span_forest(scores, FOREST_LABELS, words, tags, threshold=threshold)
+    forest = span_forest(scores, FOREST_LABELS, words, tags, threshold=threshold, max_expansions=UNCAPPED)
     got = forest_trees(forest, words)
     expected = reference_forest_trees(scores, FOREST_LABELS, words, tags, threshold)
     assert set(got) == set(expected)
@@ -397,7 +398,7 @@ def test_forest_trees_are_the_pruned_crf_distribution(seed, n, threshold):
 def test_pruned_forests_of_four_words(threshold):
     labels = SpanLabels(["", "NP", "S+NP"])
     scores, words, tags = forest_case(3, 4, labels=labels)
-    got = forest_trees(span_forest(scores, labels, words, tags, threshold=threshold), words)
+    got = forest_trees(span_forest(scores, labels, words, tags, threshold=threshold, max_expansions=UNCAPPED), words)
     expected = reference_forest_trees(scores, labels, words, tags, threshold)
     assert set(got) == set(expected)
     assert all(got[key] == pytest.approx(p, rel=1e-9) for key, p in expected.items())
@@ -405,7 +406,7 @@ def test_pruned_forests_of_four_words(threshold):
 
 def test_threshold_zero_holds_every_tree_with_its_crf_probability():
     scores, words, tags = forest_case(3, 3)
-    got = forest_trees(span_forest(scores, FOREST_LABELS, words, tags, threshold=0.0), words)
+    got = forest_trees(span_forest(scores, FOREST_LABELS, words, tags, threshold=0.0, max_expansions=UNCAPPED), words)
     log_z = log_partition(scores)
     expected = {}
     for score, spans in tree_list(scores):
@@ -417,7 +418,7 @@ def test_threshold_zero_holds_every_tree_with_its_crf_probability():
 
 def test_forest_of_one_word_and_threshold_one():
     scores, words, tags = forest_case(1, 1)
-    got = forest_trees(span_forest(scores, FOREST_LABELS, words, tags, threshold=0.0), words)
+    got = forest_trees(span_forest(scores, FOREST_LABELS, words, tags, threshold=0.0, max_expansions=UNCAPPED), words)
     assert set(got) == {"(TOP (DT w0))", "(TOP (NP (DT w0)))", "(TOP (S (VP (DT w0))))", "(TOP (VP (DT w0)))"}
     scores, words, tags = forest_case(8, 5, scale=1.0)
     forest = span_forest(scores, FOREST_LABELS, words, tags, threshold=1.0)
@@ -434,7 +435,8 @@ def test_forest_kernel_on_span_forests_is_the_expected_tree_kernel(seed, n1, n2,
     sides = []
     for offset, n in ((0, n1), (1, n2)):
         scores, words, tags = forest_case(seed + offset, n)
-        forest = span_forest(scores, FOREST_LABELS, words, tags, threshold=threshold, symbols=symbols)
+        forest = span_forest(scores, FOREST_LABELS, words, tags, threshold=threshold, symbols=symbols,
+                             max_expansions=UNCAPPED)
         ref = reference_forest_trees(scores, FOREST_LABELS, words, tags, threshold)
         sides.append((forest, [parse_bracketed(t) for t in ref], np.array(list(ref.values()))))
     (f1, t1, p1), (f2, t2, p2) = sides
@@ -446,7 +448,7 @@ def test_forest_kernel_on_span_forests_is_the_expected_tree_kernel(seed, n1, n2,
 def test_a_capped_forest_is_still_a_distribution_over_some_of_the_trees():
     labels = SpanLabels(["", "NP"])
     scores, words, tags = forest_case(6, 5, scale=0.5, labels=labels)
-    full = forest_trees(span_forest(scores, labels, words, tags, threshold=0.0), words)
+    full = forest_trees(span_forest(scores, labels, words, tags, threshold=0.0, max_expansions=UNCAPPED), words)
     capped = span_forest(scores, labels, words, tags, threshold=0.0, max_expansions=2)
     got = forest_trees(capped, words)
     assert set(got) < set(full)

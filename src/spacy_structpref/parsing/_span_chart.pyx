@@ -1,10 +1,10 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
-"""Inside, outside and CKY over labelled binary span trees (a tree CRF).
+"""Inside, outside, CKY and lazy k-best over labelled binary span trees (a tree CRF).
 
 A tree over ``n`` words is a full binary bracketing with a label on each of
 its ``2n - 1`` spans; it scores ``S(T) = sum of s(i, j, l)`` over its
-labelled spans (Stern, Andreas & Klein 2017, eq. 3; Zhang, Zhou & Li 2020,
-eq. 6). Everything is in log space over ``(n, n + 1)`` charts indexed by
+labelled spans (Stern, Andreas & Klein 2017; Zhang, Zhou & Li 2020).
+Everything is in log space over ``(n, n + 1)`` charts indexed by
 ``[i, j]``, ``0 <= i < j <= n``:
 
 - ``lab[i, j] = log sum_l exp s(i, j, l)``;

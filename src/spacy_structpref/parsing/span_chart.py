@@ -1,18 +1,19 @@
 """The chart of a span-based tree CRF parser: partition function, span
-marginals and CKY decoding over labelled binary span trees.
+marginals, CKY, lazy k-best and posterior-pruned treebank-space forests over
+labelled binary span trees.
 
 Scores are a float array ``scores[i, j, l]`` of shape ``(n, n + 1, L)``,
 read for ``0 <= i < j <= n`` (other entries are ignored); label 0 is the
 empty label (span models fix its score at 0, but nothing here assumes it).
 A tree ``T`` is a full binary bracketing with one label per span (see
 :mod:`.span_trees`), ``S(T) = sum_{(i,j,l) in T} s(i, j, l)`` and
-``p(T) = exp S(T) / Z`` (Stern, Andreas & Klein 2017, eq. 3; the CRF of
-Zhang, Zhou & Li 2020, eq. 6-7). ``log Z`` comes from the inside algorithm
+``p(T) = exp S(T) / Z`` (the span scores of Stern, Andreas & Klein 2017 in
+the tree CRF of Zhang, Zhou & Li 2020). ``log Z`` comes from the inside algorithm
 and the span marginals from outside; the marginals are the gradient
 ``d log Z / d s(i, j, l)``, so the gradient of the loss ``-log p(T_gold)`` is
 ``mu - gold indicator`` (Eisner 2016, "Inside-outside and forward-backward
 algorithms are just backprop"). The dynamic programmes are O(n^3 + n^2 L),
-in :mod:`._span_chart`.
+in :mod:`._span_chart`; k-best and the forest are described where defined.
 """
 import heapq
 import math
@@ -329,7 +330,7 @@ class _Draft:
 
 
 def span_forest(scores, labels: SpanLabels, words: Sequence[str], tags: Sequence[str], threshold: float = 1e-3,
-                symbols: Optional[SymbolTable] = None, max_expansions: int = 200,
+                symbols: Optional[SymbolTable] = None, max_expansions: int = 100,
                 rule_ids: Optional[Dict[tuple, int]] = None) -> Forest:
     """The span CRF's pruned parse forest, in treebank space.
 

@@ -16,7 +16,7 @@ exactly one split into two spans of the set. Trees map onto such sets by:
   and ``[c1 ... cm]`` the node's (chain) label, i.e. ``((c1 c2) c3) ... cm``.
 
 Spans with the empty label are spliced out when a tree is rebuilt, so the
-map back is exact on every treebank tree (Stern et al. 2017, section 3).
+map back is exact on every treebank tree.
 """
 from typing import Dict, Iterable, List, Sequence, Tuple
 
