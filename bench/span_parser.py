@@ -3,7 +3,7 @@ train split (wsj_0001–0139) on CPU.
 
 Trains with Adam (linear warm-up, then the learning rate halved whenever dev
 F1 has not risen for ``--patience`` epochs), gradient clipping and dropout;
-after each epoch parses the dev split (wsj_0140–0169, 1-best) and scores it
+after each epoch parses the dev split (wsj_0140–0169, CKY 1-best) and scores it
 with the EVALB-exact scorer, keeping the best-dev model. Training stops at
 ``--epochs`` or when the next epoch would pass ``--budget`` CPU-seconds of
 training (updates and dev parses together). The best-dev model then parses
@@ -13,8 +13,9 @@ and the bench prints
     SpanCRF: F1 <= 40 X.XX, all Y.YY, oracle@50 Z.ZZ, train T s, parse P s
 
 (train: CPU-seconds of training; parse: CPU-seconds for the test sentences
-with forests and k-best lists), then the 1-best time alone and the EVALB
-tables. Sentences EVALB rejects (a predicted punctuation tag on a word that
+with forests and k-best lists; F1 of the most probable tree in the forest,
+the parser's default decoding), then the CKY 1-best F1 and time alone and
+the EVALB tables. Sentences EVALB rejects (a predicted punctuation tag on a word that
 is not punctuation in gold, or the reverse) are counted as EVALB counts them
 and reported.
 
@@ -36,6 +37,11 @@ from spacy_structpref.trees.brackets import parse_bracketed
 
 # every sentence scored, as EVALB -e with a large bound: the error count is reported
 SCORE_ALL = EvalbParams(max_error=None)
+
+
+def cky(parser):
+    """The parser with CKY (best derivation) decoding: no forest for 1-best."""
+    return SpanParser(parser.model, parser.labels, parser.tags, vocab=parser.vocab, decode="derivation")
 
 
 def score(parser, gold, k=1, with_forest=False):
@@ -110,7 +116,7 @@ def train_parser(parser, train, dev, args):
             step += 1
             opt.learn_rate = peak * min(1.0, step / args.warmup)
             loss += parser.update(train[b:b + args.batch_size], opt)
-        result, _, _ = score(parser, dev)
+        result, _, _ = score(cky(parser), dev)
         took = time.process_time() - c0
         spent += took
         f1 = result.short.f1
@@ -135,12 +141,13 @@ def train_parser(parser, train, dev, args):
 
 
 def test_parser(parser, test, args, spent, train_wall):
-    one, _, one_cpu = score(parser, test)
-    print(f"test 1-best: F1 <= 40 {one.short.f1:.2f}, all {one.all.f1:.2f} ({one_cpu:.1f} s CPU)", flush=True)
+    one, _, one_cpu = score(cky(parser), test)
+    print(f"test CKY 1-best alone: F1 <= 40 {one.short.f1:.2f}, all {one.all.f1:.2f} ({one_cpu:.1f} s CPU)",
+          flush=True)
     full, results, full_cpu = score(parser, test, k=args.k, with_forest=True)
     best_k = oracle(test, results)
     n_edges = sum(r.forest.n_edges for r in results if r.forest is not None)
-    print(f"\ntest: {len(test)} sentences, 1-best alone {one_cpu:.1f} s CPU, "
+    print(f"\ntest: {len(test)} sentences, CKY 1-best alone {one_cpu:.1f} s CPU, "
           f"with forests and {args.k}-best {full_cpu:.1f} s CPU, {n_edges / len(test):.0f} forest "
           f"hyperedges/sentence, {full.short.errors} EVALB errors; load {os.getloadavg()[0]:.2f}")
     print("\n1-best\n" + full.table())

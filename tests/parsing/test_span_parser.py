@@ -150,11 +150,28 @@ def test_kbest_lists_distinct_trees_best_first_with_log_probabilities(trained, s
     logps = [lp for lp, _ in result.nbest]
     texts = [text for _, text in result.nbest]
     assert len(texts) == 10 and len(set(texts)) == 10
-    assert logps[1:] == sorted(logps[1:], reverse=True) and max(logps) <= 0.0
+    assert logps == sorted(logps, reverse=True) and logps[0] <= 0.0
     assert np.exp(logps).sum() <= 1.0 + 1e-9
     assert result.log_prob == logps[0] and to_bracketed(result.tree) == texts[0]
     assert parse_bracketed(texts[0]).leaves() == short_trees[0].leaves()
     assert isinstance(result.forest, Forest) and not result.fallback
+
+
+def test_derivation_decoding_puts_the_cky_tree_first(trained, short_trees):
+    parser, _ = trained
+    by_tree = SpanParser(parser.model, parser.labels, parser.tags, threshold=1e-9)
+    by_derivation = SpanParser(parser.model, parser.labels, parser.tags, threshold=1e-9, decode="derivation")
+    for tree in short_trees[:5]:
+        a = by_tree.parse(tree.leaves(), k=4)
+        b = by_derivation.parse(tree.leaves(), k=4)
+        assert sorted(a.nbest, reverse=True) == a.nbest
+        assert b.nbest[1:] == sorted(b.nbest[1:], reverse=True)
+        assert {text for _, text in a.nbest} == {text for _, text in b.nbest} or len(a.nbest) == 4
+        assert b.log_prob <= a.log_prob + 1e-9
+        assert to_bracketed(b.tree) == b.nbest[0][1] and to_bracketed(a.tree) == a.nbest[0][1]
+        assert b.forest is not None and b.forest.n_edges == a.forest.n_edges
+    fast = by_derivation.parse(short_trees[0].leaves(), with_forest=False)
+    assert fast.forest is None and len(fast.nbest) == 1
 
 
 def test_round_trip_through_bytes_parses_identically(trained, short_trees):
@@ -191,7 +208,7 @@ def test_bad_input_is_refused(trained, short_trees):
         parser.update([parse_bracketed("(TOP (S (NP (XYZ a)) (VP (VBZ b))))")])
     with pytest.raises(StructPrefError, match="unknown span label"):
         parser.update([parse_bracketed("(TOP (S (QQ (DT a)) (VP (VBZ b))))")])
-    for settings in (dict(threshold=1.5), dict(max_length=0), dict(batch_size=0)):
+    for settings in (dict(threshold=1.5), dict(max_length=0), dict(batch_size=0), dict(decode="cky")):
         with pytest.raises(StructPrefError):
             SpanParser(parser.model, parser.labels, parser.tags, **settings)
     with pytest.raises(StructPrefError, match="tags"):

@@ -14,13 +14,13 @@ Binarisations of one treebank tree that differ only in their empty-labelled
 spans are distinct CRF derivations (with the empty label at 0 they score the
 same), so a tree's probability is the sum over its binarisations
 (:func:`tree_log_prob`), and the log-probabilities reported are those,
-exactly, under the predicted tags. The 1-best tree is the chart's CKY
-(Viterbi) derivation, un-binarised; the k-best list is that tree, then the
-next most probable distinct trees of the posterior-pruned forest
-(:func:`.span_chart.span_forest`, whose hyperedges sum the binarisations),
-found by lazy k-best over it (Huang & Chiang 2005) and ordered by their exact
-log-probabilities. The results are :class:`~.parser.ParseResult` as the PCFG
-parser gives them.
+exactly, under the predicted tags. The k-best trees are those of the
+posterior-pruned forest (:func:`.span_chart.span_forest`, whose hyperedges
+sum the binarisations), found by lazy k-best over it (Huang & Chiang 2005)
+and ordered by their exact log-probabilities; the 1-best is the first of
+them, or (``decode="derivation"``) the chart's CKY derivation un-binarised,
+followed by the forest's other trees. The results are
+:class:`~.parser.ParseResult` as the PCFG parser gives them.
 """
 from typing import List, Optional, Sequence, Tuple
 
@@ -39,6 +39,9 @@ from ..trees.brackets import to_bracketed
 from . import span_chart
 from .parser import TOO_LONG, KBest, ParseResult, check_count
 from .span_trees import SpanLabels, spans_to_tree, tree_to_spans
+
+
+DECODE = ("tree", "derivation")
 
 
 def crf_loss(chart: np.ndarray, gold: Sequence[Tuple[int, int, int]]) -> Tuple[float, np.ndarray]:
@@ -124,10 +127,14 @@ class SpanParser:
     below it are pruned; ``max_length``: longer sentences get the flat
     fallback tree (the chart's time grows with the cube of the length, its
     memory with the square; None: no bound); ``batch_size``: sentences per
-    forward pass in :meth:`parse_many`."""
+    forward pass in :meth:`parse_many`; ``decode``: the 1-best tree is the
+    most probable treebank tree among the pruned forest's (``"tree"``: its
+    binarisations summed, so a forest is always built) or the un-binarised
+    best binary derivation of the chart (``"derivation"``, CKY: faster)."""
 
     def __init__(self, model: Model, labels: SpanLabels, tags: Sequence[str], vocab: Optional[Vocab] = None,
-                 threshold: float = 1e-5, max_length: Optional[int] = None, batch_size: int = 64):
+                 threshold: float = 1e-5, max_length: Optional[int] = None, batch_size: int = 64,
+                 decode: str = "tree"):
         if not isinstance(labels, SpanLabels):
             raise StructPrefError(f"labels must be SpanLabels, got {type(labels).__name__}")
         tags = tuple(tags)
@@ -138,6 +145,9 @@ class SpanParser:
         if max_length is not None:
             check_count("max_length (None: no bound)", max_length, 1)
         check_count("batch_size", batch_size, 1)
+        if decode not in DECODE:
+            raise StructPrefError(f"decode must be one of {DECODE}, got {decode!r}")
+        self.decode = decode
         self.model, self.labels, self.tags = model, labels, tags
         self.vocab = vocab if vocab is not None else spacy.blank("en").vocab
         self.threshold, self.max_length, self.batch_size = threshold, max_length, batch_size
@@ -248,21 +258,22 @@ class SpanParser:
     def _decode(self, words: List[str], tags: List[str], chart: np.ndarray, k: int,
                 with_forest: bool) -> ParseResult:
         log_z = span_chart.log_partition(chart)
-        labels = self.labels.labels
-        _, spans = span_chart.viterbi(chart)
-        best = spans_to_tree(words, tags, [(i, j, labels[lab]) for i, j, lab in spans])
-        nbest = [(self._log_prob(chart, best, log_z), to_bracketed(best))]
-        forest = None
-        if with_forest or k > 1:
+        forest, found = None, []  # (log p, bracketed, tree), the 1-best first
+        if self.decode == "derivation":
+            labels = self.labels.labels
+            tree = spans_to_tree(words, tags, [(i, j, labels[lab]) for i, j, lab in span_chart.viterbi(chart)[1]])
+            found.append((self._log_prob(chart, tree, log_z), to_bracketed(tree), tree))
+        if with_forest or k > 1 or self.decode == "tree":
             forest = span_chart.span_forest(chart, self.labels, words, tags, self.threshold)
-        if k > 1:
             extractor = KBest(forest, words)
-            others = []
+            more = []
             for _, text, rank in extractor.best(k):
-                if text != nbest[0][1]:
-                    others.append((self._log_prob(chart, extractor.tree(forest.root, rank), log_z), text))
-            nbest += sorted(others, key=lambda x: -x[0])[:k - 1]
-        return ParseResult(words, best, nbest[0][0], forest if with_forest else None, nbest, False)
+                if not found or text != found[0][1]:
+                    tree = extractor.tree(forest.root, rank)
+                    more.append((self._log_prob(chart, tree, log_z), text, tree))
+            found += sorted(more, key=lambda x: -x[0])[:k - len(found)]
+        return ParseResult(words, found[0][2], found[0][0], forest if with_forest else None,
+                           [(lp, text) for lp, text, _ in found], False)
 
     def _log_prob(self, chart: np.ndarray, tree: Tree, log_z: float) -> float:
         spans = [(i, j, self.labels.index(label)) for i, j, label in tree_to_spans(tree)[2]]
@@ -279,7 +290,7 @@ class SpanParser:
         return srsly.msgpack_dumps({
             "model": self.model.to_bytes(), "labels": self.labels.to_dict(), "tags": list(self.tags),
             "lang": self.vocab.lang, "threshold": self.threshold, "max_length": self.max_length,
-            "batch_size": self.batch_size})
+            "batch_size": self.batch_size, "decode": self.decode})
 
     def from_bytes(self, data: bytes) -> "SpanParser":
         """Load what :meth:`to_bytes` wrote into this parser, whose model
@@ -288,7 +299,7 @@ class SpanParser:
         with load_errors("a span parser"):
             msg = srsly.msgpack_loads(data)
             labels, tags = SpanLabels.from_dict(msg["labels"]), tuple(msg["tags"])
-            settings = {key: msg[key] for key in ("threshold", "max_length", "batch_size")}
+            settings = {key: msg[key] for key in ("threshold", "max_length", "batch_size", "decode")}
             vocab = self.vocab if self.vocab.lang == msg["lang"] else spacy.blank(msg["lang"]).vocab
             initialized = self.model.get_ref("tagger").has_param("W")
             for dim, value in (("nO", len(labels)), ("nT", len(tags))):
