@@ -1,0 +1,322 @@
+"""``spacy_structpref.SpanCRF.v1``: span scores and tag scores for a tree-CRF
+constituency parser (Stern, Andreas & Klein 2017; Kitaev & Klein 2018;
+Zhang, Zhou & Li 2020).
+
+Tokens are embedded by a feature layer (by default hashed NORM, PREFIX,
+SUFFIX and SHAPE embeddings beside character embeddings, spaCy's
+``MultiHashEmbed`` and ``CharacterEmbed``; any spaCy ``tok2vec`` can take its
+place), framed by learned start and stop vectors and run through a BiLSTM
+(Thinc's ``LSTM``). With ``h→_t``/``h←_t`` the forward and backward halves of
+the top layer at position t (0 the start vector, n + 1 the stop vector), the
+fencepost between words k − 1 and k is ``f→_k = h→_k``, ``f←_k = h←_{k+1}``
+and a span ``[i, j)`` is the vector
+
+    r(i, j) = (f→_j − f→_i ; f←_i − f←_j)        (Stern et al. 2017, §3)
+
+An MLP (linear, layer norm, ReLU, dropout, linear) scores every non-empty
+label of every span; the empty label's score is 0 and is not output. A
+linear tagging head over the words' BiLSTM states gives tag logits.
+
+The model maps Docs to :class:`SpanCRFScores`, whose spans are listed per
+Doc in :func:`span_index` order; its backprop takes a ``SpanCRFScores`` of
+gradients of the same shapes. The tree CRF over these scores is the
+parser's (:mod:`spacy_structpref.parsing.span_parser`).
+"""
+from dataclasses import dataclass
+from typing import List, Optional, Tuple
+
+import numpy
+from spacy.ml.models import CharacterEmbed, MultiHashEmbed
+from spacy.tokens import Doc
+from spacy.util import registry
+from thinc.api import Linear, Model, Relu, chain, concatenate
+from thinc.initializers import glorot_uniform_init
+from thinc.types import Floats2d, Ints1d
+
+from ..errors import StructPrefError
+
+LEXICAL_ATTRS = ["NORM", "PREFIX", "SUFFIX", "SHAPE"]
+
+
+@dataclass
+class SpanCRFScores:
+    """Scores of a batch of Docs: ``spans`` (Σ n(n+1)/2, labels − 1), the
+    non-empty labels' scores of each Doc's spans in :func:`span_index` order,
+    Docs one after another; ``tags`` (Σ n, tags), tag logits; ``lengths``,
+    the Docs' lengths n."""
+
+    spans: Floats2d
+    tags: Floats2d
+    lengths: Ints1d
+
+    def span_offsets(self) -> numpy.ndarray:
+        """Start of each Doc's rows in ``spans`` (one more entry: the total)."""
+        n = numpy.asarray(self.lengths, dtype=numpy.int64)
+        return numpy.concatenate([[0], numpy.cumsum(n * (n + 1) // 2)])
+
+    def tag_offsets(self) -> numpy.ndarray:
+        """Start of each Doc's rows in ``tags`` (one more entry: the total)."""
+        return numpy.concatenate([[0], numpy.cumsum(numpy.asarray(self.lengths, dtype=numpy.int64))])
+
+
+def span_index(n: int) -> Tuple[numpy.ndarray, numpy.ndarray]:
+    """Fenceposts ``(i, j)`` of the n(n+1)/2 spans ``0 <= i < j <= n`` of an
+    n-word sentence, in the order the model lists them (by i, then j)."""
+    return numpy.triu_indices(n + 1, 1)
+
+
+@registry.architectures("spacy_structpref.SpanCRF.v1")
+def SpanCRF(tok2vec: Optional[Model[List[Doc], List[Floats2d]]] = None, embed_width: int = 100,
+            embed_rows: int = 5000, char_width: int = 100, char_dim: int = 32, char_count: int = 10,
+            lstm_width: int = 256, lstm_depth: int = 2, hidden_width: int = 250, dropout: float = 0.2,
+            nO: Optional[int] = None, nT: Optional[int] = None) -> Model[List[Doc], SpanCRFScores]:
+    """Span-CRF scorer. ``tok2vec``: the feature layer (null: hashed lexical
+    embeddings of ``embed_width`` with ``embed_rows`` rows per attribute,
+    beside ``CharacterEmbed`` of ``char_width`` over the first and last
+    ``char_count / 2`` characters in ``char_dim`` dimensions); ``lstm_width``:
+    both directions together, ``lstm_depth`` layers; ``hidden_width``: the
+    label MLP's hidden layer; ``dropout``: on the features, inside the LSTM
+    (on its weights) and in the MLP. ``nO``: number of span labels with the
+    empty one, ``nT``: number of tags (both set from the training data when
+    unset)."""
+    for name, value, low in (("embed_width", embed_width, 1), ("embed_rows", embed_rows, 1),
+                             ("char_width", char_width, 1), ("char_dim", char_dim, 1),
+                             ("char_count", char_count, 2), ("lstm_width", lstm_width, 2),
+                             ("lstm_depth", lstm_depth, 1), ("hidden_width", hidden_width, 1)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < low:
+            raise StructPrefError(f"SpanCRF {name} must be an integer of at least {low}, got {value!r}")
+    if lstm_width % 2:
+        raise StructPrefError(f"SpanCRF lstm_width counts both directions and must be even, got {lstm_width}")
+    if not isinstance(dropout, (int, float)) or not 0 <= dropout < 1:
+        raise StructPrefError(f"SpanCRF dropout must lie in [0, 1), got {dropout!r}")
+    if tok2vec is None:
+        tok2vec = concatenate(
+            MultiHashEmbed(width=embed_width, attrs=LEXICAL_ATTRS, rows=[embed_rows] * len(LEXICAL_ATTRS),
+                           include_static_vectors=False),
+            CharacterEmbed(width=char_width, rows=embed_rows, nM=char_dim, nC=char_count,
+                           include_static_vectors=False, feature="LOWER"))
+    frame = Model("span_frame", _frame_forward, init=_frame_init, params={"B": None}, dims={"nI": None})
+    encoder = chain(frame, BiLSTM(lstm_width // 2, depth=lstm_depth, dropout=dropout))
+    labeller = chain(Relu(nO=hidden_width, normalize=True, dropout=dropout), Linear(nO=None))
+    tagger = Linear(nO=None)
+    return Model("span_crf", _forward, init=_init, layers=[tok2vec, encoder, labeller, tagger],
+                 refs={"tok2vec": tok2vec, "encoder": encoder, "labeller": labeller, "tagger": tagger},
+                 dims={"nO": nO, "nT": nT}, attrs={"dropout": dropout})
+
+
+def _init(model: Model, X: Optional[List[Doc]] = None, Y=None) -> Model:
+    if not model.has_dim("nO") or not model.has_dim("nT"):
+        raise StructPrefError("SpanCRF needs its numbers of span labels (nO) and tags (nT) before initialization")
+    if model.get_dim("nO") < 2 or model.get_dim("nT") < 1:
+        raise StructPrefError(f"SpanCRF needs at least one non-empty span label and one tag, got "
+                              f"nO={model.get_dim('nO')} (with the empty label) and nT={model.get_dim('nT')}")
+    tok2vec, encoder, labeller, tagger = (model.get_ref(x) for x in ("tok2vec", "encoder", "labeller", "tagger"))
+    if X is None:
+        raise StructPrefError("SpanCRF needs sample Docs to initialize")
+    tok2vec.initialize(X=X)
+    H = tok2vec.predict(X)
+    encoder.initialize(X=H)
+    width = encoder.predict(H)[0].shape[1]
+    labeller.layers[-1].set_dim("nO", model.get_dim("nO") - 1)
+    labeller.initialize(X=model.ops.alloc2f(2, width))
+    tagger.set_dim("nO", model.get_dim("nT"))
+    tagger.initialize(X=model.ops.alloc2f(2, width))
+    return model
+
+
+def _forward(model: Model, docs: List[Doc], is_train: bool):
+    ops = model.ops
+    tok2vec, encoder, labeller, tagger = (model.get_ref(x) for x in ("tok2vec", "encoder", "labeller", "tagger"))
+    lengths = ops.asarray1i([len(doc) for doc in docs])
+    if not len(docs) or int(lengths.min()) < 1:
+        raise StructPrefError("SpanCRF needs a non-empty batch of non-empty Docs")
+    H, bp_tok2vec = tok2vec(docs, is_train)
+    dropout = model.attrs["dropout"] if is_train else 0.0
+    masks = [ops.get_dropout_mask(h.shape, dropout) if dropout else None for h in H]
+    if dropout:
+        H = [h * m for h, m in zip(H, masks)]
+    E, bp_encoder = encoder(H, is_train)
+    R, bp_spans = _span_vectors(ops, E)
+    S, bp_labeller = labeller(R, is_train)
+    W = ops.xp.concatenate([e[1:-1] for e in E])
+    T, bp_tagger = tagger(W, is_train)
+
+    def backprop(d: SpanCRFScores) -> List[Floats2d]:
+        dW = bp_tagger(ops.asarray2f(d.tags))
+        dE = bp_spans(bp_labeller(ops.asarray2f(d.spans)))
+        start = 0
+        for de, n in zip(dE, lengths.tolist()):
+            de[1:-1] += dW[start:start + n]
+            start += n
+        dH = bp_encoder(dE)
+        if dropout:
+            dH = [dh * m for dh, m in zip(dH, masks)]
+        return bp_tok2vec(dH)
+
+    return SpanCRFScores(S, T, lengths), backprop
+
+
+def _span_vectors(ops, E: List[Floats2d]):
+    """The span vectors r(i, j) of each Doc (rows n + 2: start, words, stop),
+    stacked; backprop takes their gradient and returns one per Doc."""
+    half = E[0].shape[1] // 2
+    rows = []
+    for e in E:
+        n = e.shape[0] - 2
+        i, j = span_index(n)
+        fwd, bwd = e[:n + 1, :half], e[1:, half:]
+        rows.append(ops.xp.hstack([fwd[j] - fwd[i], bwd[i] - bwd[j]]))
+
+    def backprop(dR: Floats2d) -> List[Floats2d]:
+        out, start = [], 0
+        for e in E:
+            n = e.shape[0] - 2
+            i, j = span_index(n)
+            m = (n + 1) * n // 2
+            dense = ops.alloc3f(n + 1, n + 1, 2 * half)
+            dense[i, j] = dR[start:start + m]
+            start += m
+            de = ops.alloc2f(*e.shape)
+            # the fencepost k enters r(i, k) with + and r(k, j) with - (forward half), the reverse backward
+            de[:n + 1, :half] = dense[:, :, :half].sum(axis=0) - dense[:, :, :half].sum(axis=1)
+            de[1:, half:] = dense[:, :, half:].sum(axis=1) - dense[:, :, half:].sum(axis=0)
+            out.append(de)
+        return out
+
+    return ops.xp.concatenate(rows), backprop
+
+
+def _frame_init(model: Model, X: Optional[List[Floats2d]] = None, Y=None) -> Model:
+    if X is not None:
+        model.set_dim("nI", X[0].shape[1], force=True)
+    model.set_param("B", model.ops.alloc2f(2, model.get_dim("nI")))
+    return model
+
+
+def _frame_forward(model: Model, X: List[Floats2d], is_train: bool):
+    """Each sequence framed by the learned start and stop vectors (rows n + 2)."""
+    B = model.get_param("B")
+    Y = [model.ops.xp.vstack([B[:1], x, B[1:]]) for x in X]
+
+    def backprop(dY: List[Floats2d]) -> List[Floats2d]:
+        dB = model.ops.alloc2f(*B.shape)
+        for dy in dY:
+            dB[0] += dy[0]
+            dB[1] += dy[-1]
+        model.inc_grad("B", dB)
+        return [dy[1:-1] for dy in dY]
+
+    return Y, backprop
+
+
+def tag_logits(model: Model, docs: List[Doc]) -> List[Floats2d]:
+    """The tagging head's logits (n, tags) of each Doc, without the span
+    scores (linear in the length: the fallback for sentences too long for
+    a chart)."""
+    tok2vec, encoder, tagger = (model.get_ref(x) for x in ("tok2vec", "encoder", "tagger"))
+    return [tagger.predict(e[1:-1]) for e in encoder.predict(tok2vec.predict(docs))]
+
+
+def BiLSTM(nH: int, depth: int = 1, dropout: float = 0.0) -> Model[List[Floats2d], List[Floats2d]]:
+    """A stacked bidirectional LSTM (Hochreiter & Schmidhuber 1997, with a
+    forget gate as in Gers et al. 2000; bidirectional as in Graves &
+    Schmidhuber 2005): each layer's output is ``(h→_t ; h←_t)``, ``nH`` units
+    per direction, the next layer's input; ``dropout`` on the inputs of the
+    layers above the first. Both directions of a layer run in one batched
+    loop over time (the backward one on the sequences reversed within their
+    lengths); backprop is backpropagation through time."""
+    params = {f"{name}{layer}": None for layer in range(depth) for name in ("Wx", "Wh", "b")}
+    return Model("bilstm", _bilstm_forward, init=_bilstm_init, params=params,
+                 dims={"nI": None, "nO": 2 * nH, "nH": nH, "depth": depth}, attrs={"dropout": dropout})
+
+
+def _bilstm_init(model: Model, X: Optional[List[Floats2d]] = None, Y=None) -> Model:
+    if X is not None:
+        model.set_dim("nI", X[0].shape[1], force=True)
+    nH, nI = model.get_dim("nH"), model.get_dim("nI")
+    for layer in range(model.get_dim("depth")):
+        width = nI if layer == 0 else 2 * nH
+        model.set_param(f"Wx{layer}", glorot_uniform_init(model.ops, (2, width, 4 * nH)))
+        model.set_param(f"Wh{layer}", glorot_uniform_init(model.ops, (2, nH, 4 * nH)))
+        b = model.ops.alloc2f(2, 4 * nH)
+        b[:, nH:2 * nH] = 1.0  # forget gates start open (Jozefowicz, Zaremba & Sutskever 2015)
+        model.set_param(f"b{layer}", b)
+    return model
+
+
+def _sigmoid(x):
+    return 0.5 * (numpy.tanh(0.5 * x) + 1.0)
+
+
+def _bilstm_forward(model: Model, X: List[Floats2d], is_train: bool):
+    ops, xp = model.ops, model.ops.xp
+    nH, depth = model.get_dim("nH"), model.get_dim("depth")
+    lengths = numpy.array([len(x) for x in X])
+    T, B = int(lengths.max()), len(X)
+    t = numpy.arange(T)[:, None]
+    # time index of the reversed sequences: an involution within each length, padding left in place
+    rev = numpy.where(t < lengths[None, :], lengths[None, :] - 1 - t, t)
+    cols = numpy.arange(B)[None, :]
+    valid = (t < lengths[None, :])[:, :, None]
+    dtype = X[0].dtype  # float32 in the net; float64 inputs stay float64 (gradient checks)
+    inp = xp.zeros((T, B, X[0].shape[1]), dtype=dtype)
+    for b, x in enumerate(X):
+        inp[:len(x), b] = x
+    rate = model.attrs["dropout"] if is_train else 0.0
+    caches = []
+    for layer in range(depth):
+        mask = ops.get_dropout_mask(inp.shape, rate) if layer and rate else None
+        if mask is not None:
+            inp = inp * mask
+        Wx, Wh, bias = (model.get_param(f"{name}{layer}") for name in ("Wx", "Wh", "b"))
+        both = xp.stack([inp, inp[rev, cols]])  # (2, T, B, nI): forward, reversed
+        gates_x = (both.reshape(2, T * B, -1) @ Wx).reshape(2, T, B, 4 * nH) + bias[:, None, None, :]
+        acts = xp.zeros((2, T, B, 4 * nH), dtype=dtype)  # i, f, o, g after their nonlinearities
+        cells = xp.zeros((2, T + 1, B, nH), dtype=dtype)  # cells[:, t + 1] is c_t; cells[:, 0] = 0
+        hidden = xp.zeros((2, T + 1, B, nH), dtype=dtype)
+        for step in range(T):
+            g = gates_x[:, step] + hidden[:, step] @ Wh
+            a = acts[:, step]
+            a[..., :3 * nH] = _sigmoid(g[..., :3 * nH])
+            a[..., 3 * nH:] = xp.tanh(g[..., 3 * nH:])
+            cells[:, step + 1] = a[..., nH:2 * nH] * cells[:, step] + a[..., :nH] * a[..., 3 * nH:]
+            hidden[:, step + 1] = a[..., 2 * nH:3 * nH] * xp.tanh(cells[:, step + 1])
+        caches.append((both, acts, cells, hidden, mask))
+        inp = xp.concatenate([hidden[0, 1:], hidden[1, 1:][rev, cols]], axis=-1) * valid
+    Y = [inp[:n, b] for b, n in enumerate(lengths.tolist())]
+
+    def backprop(dY: List[Floats2d]) -> List[Floats2d]:
+        d_out = xp.zeros((T, B, 2 * nH), dtype=dtype)
+        for b, dy in enumerate(dY):
+            d_out[:len(dy), b] = dy
+        for layer in reversed(range(depth)):
+            both, acts, cells, hidden, mask = caches[layer]
+            Wx, Wh = model.get_param(f"Wx{layer}"), model.get_param(f"Wh{layer}")
+            d_h = xp.stack([d_out[..., :nH], d_out[..., nH:][rev, cols]])  # (2, T, B, nH)
+            d_gates = xp.zeros((2, T, B, 4 * nH), dtype=dtype)
+            dh_next = xp.zeros((2, B, nH), dtype=dtype)
+            dc_next = xp.zeros((2, B, nH), dtype=dtype)
+            for step in reversed(range(T)):
+                a = acts[:, step]
+                i, f, o, g = (a[..., k * nH:(k + 1) * nH] for k in range(4))
+                tanh_c = xp.tanh(cells[:, step + 1])
+                dh = d_h[:, step] + dh_next
+                dc = dc_next + dh * o * (1.0 - tanh_c ** 2)
+                dg = d_gates[:, step]
+                dg[..., :nH] = dc * g * i * (1.0 - i)
+                dg[..., nH:2 * nH] = dc * cells[:, step] * f * (1.0 - f)
+                dg[..., 2 * nH:3 * nH] = dh * tanh_c * o * (1.0 - o)
+                dg[..., 3 * nH:] = dc * i * (1.0 - g ** 2)
+                dc_next = dc * f
+                dh_next = dg @ Wh.transpose(0, 2, 1)
+            flat = d_gates.reshape(2, T * B, 4 * nH)
+            model.inc_grad(f"Wx{layer}", both.reshape(2, T * B, -1).transpose(0, 2, 1) @ flat)
+            model.inc_grad(f"Wh{layer}", hidden[:, :T].reshape(2, T * B, nH).transpose(0, 2, 1) @ flat)
+            model.inc_grad(f"b{layer}", flat.sum(axis=1))
+            d_both = (flat @ Wx.transpose(0, 2, 1)).reshape(2, T, B, -1)
+            d_out = d_both[0] + d_both[1][rev, cols]
+            if mask is not None:
+                d_out = d_out * mask
+        return [d_out[:len(x), b] for b, x in enumerate(X)]
+
+    return Y, backprop

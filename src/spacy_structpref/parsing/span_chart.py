@@ -1,0 +1,436 @@
+"""The chart of a span-based tree CRF parser: partition function, span
+marginals, CKY, lazy k-best and posterior-pruned treebank-space forests over
+labelled binary span trees.
+
+Scores are a float array ``scores[i, j, l]`` of shape ``(n, n + 1, L)``,
+read for ``0 <= i < j <= n`` (other entries are ignored); label 0 is the
+empty label (span models fix its score at 0, but nothing here assumes it).
+A tree ``T`` is a full binary bracketing with one label per span (see
+:mod:`.span_trees`), ``S(T) = sum_{(i,j,l) in T} s(i, j, l)`` and
+``p(T) = exp S(T) / Z`` (the span scores of Stern, Andreas & Klein 2017 in
+the tree CRF of Zhang, Zhou & Li 2020). ``log Z`` comes from the inside algorithm
+and the span marginals from outside; the marginals are the gradient
+``d log Z / d s(i, j, l)``, so the gradient of the loss ``-log p(T_gold)`` is
+``mu - gold indicator`` (Eisner 2016, "Inside-outside and forward-backward
+algorithms are just backprop"). The dynamic programmes are O(n^3 + n^2 L),
+in :mod:`._span_chart`; k-best and the forest are described where defined.
+"""
+import heapq
+import math
+from typing import Dict, List, Optional, Sequence, Set, Tuple
+
+import numpy as np
+
+from ..errors import StructPrefError
+from ..trees.arrays import SymbolTable
+from ..trees.forest import Forest, ForestBuilder
+from ..trees.normalize import TOP
+from .span_trees import CHAIN_JOIN, SpanLabels
+
+LabelledSpan = Tuple[int, int, int]
+
+
+def _compiled():
+    # Imported when first needed: spaCy imports plugin entry points whenever
+    # it builds a pipeline, and they must load even where an extension is broken.
+    from . import _span_chart
+
+    return _span_chart
+
+
+def check_scores(scores) -> np.ndarray:
+    """``scores`` as a C-contiguous float64 array of shape ``(n, n + 1, L)``,
+    ``n, L >= 1``, whose used entries (``i < j``) are finite or ``-inf``."""
+    try:
+        arr = np.ascontiguousarray(scores, dtype=np.float64)
+    except (TypeError, ValueError) as err:
+        raise StructPrefError(f"span scores must be a float array: {err}") from None
+    if arr.ndim != 3 or arr.shape[0] < 1 or arr.shape[1] != arr.shape[0] + 1 or arr.shape[2] < 1:
+        raise StructPrefError(f"span scores must have shape (n, n + 1, L) with n, L >= 1, got {arr.shape}")
+    n = arr.shape[0]
+    used = arr[np.triu_indices(n, k=1, m=n + 1)]
+    if np.isnan(used).any() or (used == np.inf).any():
+        i, j = _first_bad(arr)
+        raise StructPrefError(f"span scores must be finite or -inf; span [{i}, {j}) has NaN or +inf")
+    return arr
+
+
+def _first_bad(arr: np.ndarray) -> Tuple[int, int]:
+    bad = (np.isnan(arr) | (arr == np.inf)).any(axis=2)
+    bad &= np.triu(np.ones(bad.shape, dtype=bool), k=1)
+    i, j = np.argwhere(bad)[0]
+    return int(i), int(j)
+
+
+def _no_tree(n: int) -> StructPrefError:
+    return StructPrefError(f"no tree over the {n} words has a finite score (every tree uses a -inf span score)")
+
+
+class SpanChart:
+    """Inside and (on demand) outside charts of one sentence's span scores:
+    ``lab[i, j]`` (log-sum of the span's label scores), ``beta`` (log
+    inside), ``alpha`` (log outside), ``log_z``."""
+
+    def __init__(self, scores):
+        self.scores = check_scores(scores)
+        self.n = self.scores.shape[0]
+        self.lab, self.beta = _compiled().inside(self.scores)
+        self.log_z = float(self.beta[0, self.n])
+        if self.log_z == -np.inf:
+            raise _no_tree(self.n)
+        self._alpha = None
+
+    @property
+    def alpha(self) -> np.ndarray:
+        if self._alpha is None:
+            self._alpha = _compiled().outside(self.lab, self.beta)
+        return self._alpha
+
+    def span_marginals(self) -> np.ndarray:
+        """``m[i, j]``: the probability that span ``[i, j)`` is in the tree (any label)."""
+        return np.exp(self.alpha + self.beta - self.log_z)
+
+    def label_marginals(self) -> np.ndarray:
+        """``mu[i, j, l]``: the probability that the tree holds ``[i, j)`` labelled ``l``."""
+        return _compiled().label_marginals(self.scores, self.lab, self.beta, self.alpha, self.log_z)
+
+
+def log_partition(scores) -> float:
+    """``log Z``, the log-sum of ``exp S(T)`` over every labelled binary tree."""
+    return SpanChart(scores).log_z
+
+
+def marginals(scores) -> Tuple[float, np.ndarray]:
+    """``(log Z, mu)`` with ``mu[i, j, l] = p((i, j, l) in T) = d log Z / d s(i, j, l)``
+    (zero where ``i >= j``)."""
+    chart = SpanChart(scores)
+    return chart.log_z, chart.label_marginals()
+
+
+def viterbi(scores) -> Tuple[float, List[LabelledSpan]]:
+    """``(S(T*), spans)``: the best tree by CKY, its ``2n - 1`` spans
+    ``(i, j, label id)`` ordered by start, then longest first (ties go to the
+    lowest label id and the leftmost split)."""
+    scores = check_scores(scores)
+    n = scores.shape[0]
+    best, label, split = _compiled().viterbi(scores)
+    if best[0, n] == -np.inf:
+        raise _no_tree(n)
+    spans: List[LabelledSpan] = []
+    stack = [(0, n)]
+    while stack:
+        i, j = stack.pop()
+        spans.append((i, j, int(label[i, j])))
+        if j - i > 1:
+            k = int(split[i, j])
+            stack.append((k, j))
+            stack.append((i, k))
+    return float(best[0, n]), spans
+
+
+def kbest(scores, k: int) -> List[Tuple[float, List[LabelledSpan]]]:
+    """The ``k`` best trees ``(S(T), spans)``, best first (fewer when fewer
+    trees have finite scores), by lazy k-best extraction over the span
+    hypergraph (Huang & Chiang 2005, algorithm 3); the first is
+    :func:`viterbi`'s up to ties. Scores are exact, so ``log p(T) = S(T) -
+    log Z``. Spans are ordered as :func:`viterbi` orders them. Each labelled
+    binary tree is one derivation, so the list has no repeats (distinct
+    binary trees can still un-binarise to the same treebank tree)."""
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise StructPrefError(f"k must be a positive integer, got {k!r}")
+    scores = check_scores(scores)
+    tree_scores, spans = _compiled().kbest(scores, int(k))
+    if not len(tree_scores):
+        raise _no_tree(scores.shape[0])
+    return [(float(score), list(map(tuple, tree.tolist()))) for score, tree in zip(tree_scores, spans)]
+
+
+# ------------------------------------------------------------------ forest
+# Fragments: (tails, omega) pairs, tails being forest node ids or word
+# references (-i - 1) and omega a log inside weight; lists of them are kept
+# sorted by omega, best first.
+Fragment = Tuple[Tuple[int, ...], float]
+
+
+def _log_add(a: float, b: float) -> float:
+    if a < b:
+        a, b = b, a
+    return a + math.log1p(math.exp(b - a))
+
+
+def _log_sum(values: List[float]) -> float:
+    top = max(values)
+    return top + math.log(sum(math.exp(v - top) for v in values))
+
+
+def _child_sequences(grids: List[Tuple[List[Fragment], List[Fragment]]], cap: int) -> Dict[Tuple[int, ...], float]:
+    """Child sequences of a span from the pairs (left part, right part) of
+    its splits' ``grids`` (each list sorted best first), best pair first
+    across all splits, until ``cap`` distinct sequences are found:
+    ``{tails: omega}``, a sequence's weight summed over the pairs that give
+    it (all of them unless the cap stops the search first). Pairs come off one
+    heap: in a split's grid of ranks (a, b) is pushed by (a - 1, b), or by
+    (0, b - 1) when a = 0, so each pair is pushed once."""
+    heap = [(-(left[0][1] + right[0][1]), g, 0, 0) for g, (left, right) in enumerate(grids) if left and right]
+    heapq.heapify(heap)
+    out: Dict[Tuple[int, ...], float] = {}
+    while heap and len(out) < cap:
+        neg, g, a, b = heapq.heappop(heap)
+        left, right = grids[g]
+        tails = left[a][0] + right[b][0]
+        out[tails] = _log_add(out[tails], -neg) if tails in out else -neg
+        if a + 1 < len(left):
+            heapq.heappush(heap, (-(left[a + 1][1] + right[b][1]), g, a + 1, b))
+        if a == 0 and b + 1 < len(right):
+            heapq.heappush(heap, (-(left[0][1] + right[b + 1][1]), g, 0, b + 1))
+    return out
+
+
+def _kept(chart: "SpanChart", log_t: float, viterbi_spans: List[LabelledSpan]):
+    """Labelled spans with ``log mu >= log_t`` and, below the spans that keep
+    a label, binary splits whose log posterior
+    ``alpha(i, j) + lab(i, j) + beta(i, k) + beta(k, j) - log Z`` is ``>= log_t``,
+    with the Viterbi tree's spans and splits, as far as trees made of them
+    reach: ``({(i, j): label ids}, {(i, j): split points})``. Nothing of
+    probability zero is kept."""
+    n, log_z = chart.n, chart.log_z
+    alpha, beta, lab = chart.alpha, chart.beta, chart.lab
+    with np.errstate(invalid="ignore"):  # -inf - -inf where i >= j
+        base = alpha + beta - lab - log_z
+    base[~np.isfinite(base)] = -np.inf
+    log_mu = base[:, :, None] + chart.scores
+    labels: Dict[Tuple[int, int], Set[int]] = {}
+    for i, j, lab_id in zip(*np.nonzero((log_mu >= log_t) & np.isfinite(log_mu))):
+        labels.setdefault((int(i), int(j)), set()).add(int(lab_id))
+    splits: Dict[Tuple[int, int], Set[int]] = {}
+    parent = alpha + lab - log_z
+    beta_k = np.vstack([beta, np.full(n + 1, -np.inf)])  # beta_k[k, j] for k = 0 .. n
+    for i in range(n):
+        # log_post[k, j] for the split of [i, j) at k; -inf unless i < k < j.
+        log_post = parent[i][None, :] + beta[i][:, None] + beta_k
+        for k, j in zip(*np.nonzero((log_post >= log_t) & np.isfinite(log_post))):
+            if (i, int(j)) in labels:
+                splits.setdefault((i, int(j)), set()).add(int(k))
+    for pos, (i, j, lab_id) in enumerate(viterbi_spans):
+        labels.setdefault((i, j), set()).add(lab_id)
+        if j - i > 1:  # in preorder a span's left child follows it
+            splits.setdefault((i, j), set()).add(viterbi_spans[pos + 1][1])
+    # Only what a tree over kept spans and splits can reach from the sentence.
+    reach, todo = {(0, n)}, [(0, n)]
+    while todo:
+        i, j = todo.pop()
+        usable = {k for k in splits.get((i, j), ()) if (i, k) in labels and (k, j) in labels}
+        splits[i, j] = usable
+        for cell in [(i, k) for k in usable] + [(k, j) for k in usable]:
+            if cell not in reach:
+                reach.add(cell)
+                todo.append(cell)
+    return ({cell: ids for cell, ids in labels.items() if cell in reach},
+            {cell: ks for cell, ks in splits.items() if cell in reach})
+
+
+class _Draft:
+    """The treebank-space hypergraph of a pruned span chart before it
+    becomes a :class:`Forest`: per node its label, span and hyperedges as
+    fragments (tails, omega), ``omega`` being the edge's log weight plus its
+    tails' log inside, so a node's log inside is the log-sum of its edges'
+    omega; ``protected`` holds the (node, tails) of the Viterbi tree's edges.
+
+    The nodes of one span's labels share one list of hyperedges (the
+    span's child sequences, best first), added as a group by
+    :meth:`add_shared`: the outside pass then goes through the list once
+    for the whole group, and each node keeps a prefix of it."""
+
+    def __init__(self) -> None:
+        self.label: List[str] = []
+        self.span: List[Tuple[int, int]] = []
+        self.edges: List[List[Fragment]] = []
+        self.log_beta: List[float] = []
+        self.group: List[int] = []  # first node of the node's shared-edges group, or -1
+        self.protected: Dict[int, Set[Tuple[int, ...]]] = {}
+
+    def add(self, label: str, i: int, j: int, edges: List[Fragment], first: Optional[int] = None,
+            shared: bool = False) -> int:
+        """A node over [i, j) with hyperedges ``edges``; ``shared``: the
+        list is shared with the nodes added before with it, the first of
+        which is ``first`` (None: this is the first)."""
+        v = len(self.label)
+        self.label.append(label)
+        self.span.append((i, j))
+        self.edges.append(edges)
+        self.group.append(-1 if not shared else v if first is None else first)
+        self.log_beta.append(self.log_beta[first] if shared and first is not None
+                             else _log_sum([omega for _, omega in edges]))
+        return v
+
+    def protect(self, v: int, tails: Tuple[int, ...]) -> None:
+        self.protected.setdefault(v, set()).add(tails)
+
+    def prune(self, root: int, log_t: float) -> None:
+        """Drops the hyperedges whose posterior ``alpha(head) w(e) prod
+        beta(tails) / beta(root)`` is below ``exp(log_t)`` (the Viterbi
+        tree's stay), then the nodes left without a complete hyperedge, and
+        recomputes omega and the inside scores."""
+        n_nodes, log_z, log_beta = len(self.label), self.log_beta[root], self.log_beta
+        into: List[List[float]] = [[] for _ in range(n_nodes)]
+        into[root].append(0.0)
+        group_alpha: Dict[int, List[float]] = {}
+        kept: List[Dict[Tuple[int, ...], float]] = [{} for _ in range(n_nodes)]
+        for v in range(root, -1, -1):
+            log_alpha = _log_sum(into[v]) if into[v] else -math.inf
+            first = self.group[v]
+            if log_alpha > -math.inf:
+                # A shared list is sorted best first: what reaches the threshold is a prefix.
+                for tails, omega in self.edges[v]:
+                    if log_alpha + omega - log_z >= log_t:
+                        kept[v][tails] = omega
+                    elif first >= 0:
+                        break
+                for tails in self.protected.get(v, ()):
+                    if tails not in kept[v]:
+                        kept[v][tails] = dict(self.edges[v])[tails]
+                if first >= 0:
+                    group_alpha.setdefault(first, []).append(log_alpha)
+                else:
+                    group_alpha[v] = [log_alpha]
+            if v == first or first < 0:
+                # Outside contributions to the tails, once per list of hyperedges.
+                alphas = group_alpha.pop(v, None)
+                if alphas:
+                    log_alpha = _log_sum(alphas)
+                    for tails, omega in self.edges[v]:
+                        for t in tails:
+                            if t >= 0:
+                                into[t].append(log_alpha + omega - log_beta[t])
+        new_beta = log_beta[:]
+        for v in range(n_nodes):
+            edges = [(tails, omega + sum(new_beta[t] - log_beta[t] for t in tails if t >= 0))
+                     for tails, omega in kept[v].items() if all(t < 0 or self.edges[t] for t in tails)]
+            edges.sort(key=lambda f: -f[1])
+            self.edges[v] = edges
+            new_beta[v] = _log_sum([omega for _, omega in edges]) if edges else -math.inf
+        self.log_beta = new_beta
+
+    def to_forest(self, root: int, words: Sequence[str], symbols: SymbolTable,
+                  rule_ids: Optional[Dict[tuple, int]]) -> Forest:
+        """The nodes reachable from ``root`` as a Forest with ``q(e) = exp(omega(e) - log beta(head))``."""
+        reach = np.zeros(len(self.label), dtype=bool)
+        reach[root] = True
+        for v in range(root, -1, -1):
+            if reach[v]:
+                for tails, _ in self.edges[v]:
+                    reach[[t for t in tails if t >= 0]] = True
+        builder = ForestBuilder(symbols, len(words), list(words), rule_ids=rule_ids)
+        new_id: Dict[int, int] = {}
+        for v in np.flatnonzero(reach).tolist():
+            new_id[v] = builder.add_node(self.label[v], *self.span[v])
+            builder.add_edges(new_id[v], [([new_id[t] if t >= 0 else t for t in tails],
+                                           math.exp(omega - self.log_beta[v])) for tails, omega in self.edges[v]])
+        return builder.build(new_id[root]).compute_inside_outside()
+
+
+def span_forest(scores, labels: SpanLabels, words: Sequence[str], tags: Sequence[str], threshold: float = 1e-3,
+                symbols: Optional[SymbolTable] = None, max_expansions: int = 100,
+                rule_ids: Optional[Dict[tuple, int]] = None) -> Forest:
+    """The span CRF's pruned parse forest, in treebank space.
+
+    First the chart is pruned: labelled spans whose marginal is at least
+    ``threshold`` and binary splits whose posterior is at least
+    ``threshold`` are kept, with the Viterbi tree's always (posterior
+    pruning, Huang 2008, on the CRF's marginals). Binary trees over what is
+    kept are un-binarised as :func:`.span_trees.spans_to_tree` does: a node
+    per labelled span (a chain label becomes a path of unary nodes;
+    label-less spans are spliced into their parent, whose hyperedges are the
+    n-ary child sequences they leave, duplicates summed; per span at most
+    ``max_expansions`` sequences, the most probable, and the Viterbi
+    tree's), a preterminal ``tags[i] -> words[i]`` per word (probability 1)
+    and ``TOP`` over the sentence. A hyperedge's weight ``w(e)`` is the sum
+    of ``exp`` of the scores its binarisations add (its children's labels
+    and the spliced spans). Then hyperedges whose posterior in this forest
+    is below ``threshold`` are dropped, the Viterbi tree's kept. Each
+    hyperedge gets ``q(e) = w(e) prod beta(tails) / beta(head)`` from the
+    inside scores of what is left, so a tree's probability in the forest is
+    its CRF probability (summed over its binarisations) restricted to the
+    forest's trees and renormalised, exactly unless the cap leaves out
+    binarisations. Node and rule ids go into ``symbols`` (a new table unless
+    given; ``rule_ids``: a production-id cache shared across sentences, see
+    :class:`~spacy_structpref.trees.ForestBuilder`)."""
+    chart = SpanChart(scores)
+    n, L = chart.n, chart.scores.shape[2]
+    if not isinstance(labels, SpanLabels) or len(labels) != L:
+        raise StructPrefError(f"labels must be the SpanLabels of the scores' {L} labels, "
+                              f"got {labels!r}")
+    if len(words) != n or len(tags) != n:
+        raise StructPrefError(f"the scores are for {n} words; got {len(words)} words and {len(tags)} tags")
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold <= 1:
+        raise StructPrefError(f"threshold must be a probability in [0, 1], got {threshold!r}")
+    if isinstance(max_expansions, bool) or not isinstance(max_expansions, (int, np.integer)) or max_expansions < 1:
+        raise StructPrefError(f"max_expansions must be an integer of at least 1, got {max_expansions!r}")
+    log_t = math.log(threshold) if threshold > 0 else -math.inf
+    best = viterbi(chart.scores)[1]
+    kept_labels, kept_splits = _kept(chart, log_t, best)
+    best_label = {(i, j): lab for i, j, lab in best}
+    best_split = {(i, j): best[pos + 1][1] for pos, (i, j, _) in enumerate(best) if j - i > 1}
+    s, names, draft = chart.scores, labels.labels, _Draft()
+
+    # What span [a, b) adds to a parent's child sequence, over its kept
+    # labels, and what it adds in the Viterbi tree.
+    options: Dict[Tuple[int, int], List[Fragment]] = {}
+    best_option: Dict[Tuple[int, int], Fragment] = {}
+    chains: Dict[Tuple[int, int, str], int] = {}  # node of each chain (suffix) label over a span
+    for length in range(1, n + 1):
+        for i in range(n - length + 1):
+            j = i + length
+            if (i, j) not in kept_labels:
+                continue
+            best_tails: Optional[Tuple[int, ...]] = None  # the Viterbi tree's children here
+            if length == 1:
+                pre = draft.add(tags[i], i, j, [((-(i + 1),), 0.0)])
+                draft.protect(pre, (-(i + 1),))
+                content = [((pre,), 0.0)]
+                best_tails = (pre,)
+            else:
+                merged = _child_sequences([(options.get((i, k), []), options.get((k, j), []))
+                                           for k in sorted(kept_splits.get((i, j), ()))], max_expansions)
+                content = sorted(merged.items(), key=lambda f: -f[1])
+                if (i, j) in best_label:
+                    left, right = best_option[i, best_split[i, j]], best_option[best_split[i, j], j]
+                    best_tails = left[0] + right[0]
+                    if best_tails not in merged:
+                        merged[best_tails] = left[1] + right[1]
+                        content.append((best_tails, merged[best_tails]))  # cut by the cap: the lightest
+            if not content:
+                continue
+            opts: List[Fragment] = []
+            first_bottom: Optional[int] = None
+            for lab_id in sorted(kept_labels[i, j]):
+                name, score = names[lab_id], float(s[i, j, lab_id])
+                on_best = best_label.get((i, j)) == lab_id
+                if not name:
+                    opts.extend((tails, omega + score) for tails, omega in content)
+                    if on_best:
+                        best_option[i, j] = (best_tails, dict(content)[best_tails] + score)
+                    continue
+                parts = name.split(CHAIN_JOIN)
+                below: Optional[int] = None
+                for depth in range(len(parts) - 1, -1, -1):
+                    key = (i, j, CHAIN_JOIN.join(parts[depth:]))
+                    if key not in chains:
+                        if below is None:  # the chain's bottom: the span's child sequences
+                            chains[key] = draft.add(parts[depth], i, j, content, first_bottom, shared=True)
+                            first_bottom = chains[key] if first_bottom is None else first_bottom
+                        else:
+                            chains[key] = draft.add(parts[depth], i, j, [((below,), draft.log_beta[below])])
+                    if on_best:
+                        draft.protect(chains[key], best_tails if below is None else (below,))
+                    below = chains[key]
+                opts.append(((below,), score + draft.log_beta[below]))
+                if on_best:
+                    best_option[i, j] = opts[-1]
+            opts.sort(key=lambda f: -f[1])
+            options[i, j] = opts
+    root = draft.add(TOP, 0, n, options[0, n])
+    draft.protect(root, best_option[0, n][0])
+    if log_t > -math.inf:
+        draft.prune(root, log_t)
+    return draft.to_forest(root, words, SymbolTable() if symbols is None else symbols, rule_ids)

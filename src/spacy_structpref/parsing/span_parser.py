@@ -1,0 +1,313 @@
+"""A neural span-CRF constituency parser: the :func:`~..models.span_crf.SpanCRF`
+scorer under a tree CRF over labelled binary span trees (Stern, Andreas &
+Klein 2017; Kitaev & Klein 2018; the CRF loss of Zhang, Zhou & Li 2020).
+
+With the scorer's span scores ``s(i, j, l)`` (the empty label at 0), a
+binarised tree T of a sentence x has probability
+``p(T | x) = exp(Σ_{(i,j,l) ∈ T} s(i, j, l)) / Z(x)`` (Zhang et al. 2020,
+eq. 6-7). Training minimises ``-log p(T_gold | x)``, whose gradient with
+respect to ``s(i, j, l)`` is the span marginal minus the gold indicator
+(Eisner 2016), plus the cross-entropy of the tagging head, which supplies the
+preterminals (never the gold tags).
+
+Binarisations of one treebank tree that differ only in their empty-labelled
+spans are distinct CRF derivations (with the empty label at 0 they score the
+same), so a tree's probability is the sum over its binarisations
+(:func:`tree_log_prob`), and the log-probabilities reported are those,
+exactly, under the predicted tags. The k-best trees are those of the
+posterior-pruned forest (:func:`.span_chart.span_forest`, whose hyperedges
+sum the binarisations), found by lazy k-best over it (Huang & Chiang 2005)
+and ordered by their exact log-probabilities; the 1-best is the first of
+them, or (``decode="derivation"``) the chart's CKY derivation un-binarised,
+followed by the forest's other trees. The results are
+:class:`~.parser.ParseResult` as the PCFG parser gives them.
+"""
+from typing import List, Optional, Sequence, Tuple
+
+import numpy as np
+import spacy
+import srsly
+from nltk.tree import Tree
+from spacy.tokens import Doc
+from spacy.vocab import Vocab
+from thinc.api import Model, Optimizer
+
+from ..errors import SavedModelError, StructPrefError
+from ..models.span_crf import SpanCRF, SpanCRFScores, span_index, tag_logits
+from ..saving import load_errors
+from ..trees.brackets import to_bracketed
+from . import span_chart
+from .parser import TOO_LONG, KBest, ParseResult, check_count
+from .span_trees import SpanLabels, spans_to_tree, tree_to_spans
+
+
+DECODE = ("tree", "derivation")
+
+
+def crf_loss(chart: np.ndarray, gold: Sequence[Tuple[int, int, int]]) -> Tuple[float, np.ndarray]:
+    """``(-log p(T_gold), gradient)`` of the tree CRF for one sentence's
+    chart scores ``(n, n + 1, L)`` and the gold tree's spans ``(i, j, label
+    id)``: the gradient is the label marginals minus the gold indicators
+    (Eisner 2016; Zhang, Zhou & Li 2020, eq. 7)."""
+    log_z, mu = span_chart.marginals(chart)
+    i, j, label = (np.array(x, dtype=np.int64) for x in zip(*gold))
+    mu[i, j, label] -= 1.0
+    return log_z - float(chart[i, j, label].sum()), mu
+
+
+def tag_loss(logits, gold: Sequence[int]) -> Tuple[float, np.ndarray]:
+    """``(cross-entropy, gradient)`` of a softmax over tag logits (n, tags)
+    against the gold tag ids: the gradient is ``softmax - one-hot``."""
+    logits = np.asarray(logits, dtype=np.float64)
+    rows = np.arange(len(gold))
+    log_p = logits - np.logaddexp.reduce(logits, axis=1, keepdims=True)
+    grad = np.exp(log_p)
+    grad[rows, gold] -= 1.0
+    return -float(log_p[rows, gold].sum()), grad
+
+
+def tree_log_prob(chart: np.ndarray, spans: Sequence[Tuple[int, int, int]], log_z: float) -> float:
+    """``log p`` of a treebank tree given by its left-factored spans
+    (``(i, j, label id)`` as :func:`.span_trees.tree_to_spans` gives them,
+    label 0 the empty label): the CRF's probability
+    summed over every binarisation of the tree, i.e. over the ways of
+    bracketing the children of each n-ary node with empty-labelled spans
+    (an inside pass over the node's children per node; Catalan(m - 1)
+    bracketings for m children when the empty label scores 0)."""
+    cell = {(i, j): lab for i, j, lab in spans}
+    n = max(j for _, j, _ in spans)
+    by_start: dict = {}
+    for i, j in cell:
+        by_start.setdefault(i, []).append(j)
+    total = 0.0
+    stack = [(0, n)]
+    while stack:
+        i, j = stack.pop()
+        total += chart[i, j, cell[i, j]]
+        if j - i == 1:
+            continue
+        # the node's children: down the left spine of empty-labelled spans
+        bounds, end = [j], j
+        while True:
+            k = max(e for e in by_start[i] if e < end)
+            stack.append((k, end))
+            bounds.append(k)
+            if cell[i, k] or k - i == 1:
+                stack.append((i, k))
+                break
+            end = k
+        bounds.append(i)
+        bounds.reverse()
+        total += _bracketings(chart, bounds)
+    return total - log_z
+
+
+def _bracketings(chart: np.ndarray, bounds: List[int]) -> float:
+    """log Σ over binary bracketings of the children between ``bounds`` of
+    ``exp`` of their inner spans' empty-label scores."""
+    m = len(bounds) - 1
+    inside = np.full((m + 1, m + 1), -np.inf)
+    for a in range(m):
+        inside[a, a + 1] = 0.0
+    for width in range(2, m + 1):
+        for a in range(m - width + 1):
+            c = a + width
+            split = np.logaddexp.reduce([inside[a, e] + inside[e, c] for e in range(a + 1, c)])
+            inside[a, c] = split + (chart[bounds[a], bounds[c], 0] if width < m else 0.0)
+    return float(inside[0, m])
+
+
+class SpanParser:
+    """Span-CRF parser over a ``SpanCRF`` model.
+
+    ``labels``: the span label vocabulary (``nO`` of the model), ``tags``: the
+    tag set of the tagging head (``nT``); ``vocab``: the spaCy vocabulary the
+    words' lexical features come from (default: a blank English one, named by
+    ``lang`` when saved); ``threshold``: forest hyperedges whose posterior is
+    below it are pruned; ``max_length``: longer sentences get the flat
+    fallback tree (the chart's time grows with the cube of the length, its
+    memory with the square; None: no bound); ``batch_size``: sentences per
+    forward pass in :meth:`parse_many`; ``decode``: the 1-best tree is the
+    most probable treebank tree among the pruned forest's (``"tree"``: its
+    binarisations summed, so a forest is always built) or the un-binarised
+    best binary derivation of the chart (``"derivation"``, CKY: faster)."""
+
+    def __init__(self, model: Model, labels: SpanLabels, tags: Sequence[str], vocab: Optional[Vocab] = None,
+                 threshold: float = 1e-5, max_length: Optional[int] = None, batch_size: int = 64,
+                 decode: str = "tree"):
+        if not isinstance(labels, SpanLabels):
+            raise StructPrefError(f"labels must be SpanLabels, got {type(labels).__name__}")
+        tags = tuple(tags)
+        if not tags or not all(isinstance(t, str) and t for t in tags) or len(set(tags)) != len(tags):
+            raise StructPrefError(f"tags must be distinct non-empty strings, got {tags[:5]!r}")
+        if not isinstance(threshold, (int, float)) or not 0 <= threshold < 1:
+            raise StructPrefError(f"threshold must lie in [0, 1), got {threshold!r}")
+        if max_length is not None:
+            check_count("max_length (None: no bound)", max_length, 1)
+        check_count("batch_size", batch_size, 1)
+        if decode not in DECODE:
+            raise StructPrefError(f"decode must be one of {DECODE}, got {decode!r}")
+        self.decode = decode
+        self.model, self.labels, self.tags = model, labels, tags
+        self.vocab = vocab if vocab is not None else spacy.blank("en").vocab
+        self.threshold, self.max_length, self.batch_size = threshold, max_length, batch_size
+        self._tag_index = {t: i for i, t in enumerate(tags)}
+        self._set_dims()
+
+    @classmethod
+    def from_trees(cls, trees: Sequence[Tree], model: Optional[Model] = None, **settings) -> "SpanParser":
+        """A parser whose labels and tags are those of ``trees`` (TOP-rooted
+        treebank trees), its model (default: ``SpanCRF()``) initialized on them."""
+        trees = list(trees)
+        if not trees:
+            raise StructPrefError("a span parser needs at least one training tree")
+        tags = sorted({tag for tree in trees for _, tag in tree.pos()})
+        parser = cls(model if model is not None else SpanCRF(), SpanLabels.from_trees(trees), tags, **settings)
+        parser.model.initialize(X=parser.docs([tree.leaves() for tree in trees[:64]]))
+        return parser
+
+    def _set_dims(self) -> None:
+        for dim, value in (("nO", len(self.labels)), ("nT", len(self.tags))):
+            if self.model.has_dim(dim) and self.model.get_dim(dim) != value:
+                raise StructPrefError(f"the model's {dim} is {self.model.get_dim(dim)}, the parser has {value} "
+                                      f"{'span labels' if dim == 'nO' else 'tags'}")
+            self.model.set_dim(dim, value)
+
+    def docs(self, sentences: Sequence[Sequence[str]]) -> List[Doc]:
+        out = []
+        for words in sentences:
+            words = [str(w) for w in words]
+            if not words or not all(words):
+                raise StructPrefError(f"cannot parse {words!r}: a sentence needs words, each a non-empty string")
+            out.append(Doc(self.vocab, words=words))
+        return out
+
+    # --------------------------------------------------------------- training
+    def update(self, trees: Sequence[Tree], sgd: Optional[Optimizer] = None) -> float:
+        """One gradient step on a batch of gold trees: returns the summed loss
+        ``Σ -log p(T_gold) + tag cross-entropy`` (the gradient is the batch
+        mean); with ``sgd`` the optimizer is applied."""
+        gold = [tree_to_spans(tree) for tree in trees]
+        if not gold:
+            raise StructPrefError("update needs at least one tree")
+        scores, backprop = self.model.begin_update(self.docs([words for words, _, _ in gold]))
+        d_spans = np.zeros(scores.spans.shape, dtype=np.float32)
+        d_tags = np.zeros(scores.tags.shape, dtype=np.float32)
+        span_at, tag_at = scores.span_offsets(), scores.tag_offsets()
+        loss = 0.0
+        for b, (words, tags, spans) in enumerate(gold):
+            n = len(words)
+            chart = self._chart(scores.spans[span_at[b]:span_at[b + 1]], n)
+            span_loss, d_chart = crf_loss(chart, [(i, j, self.labels.index(label)) for i, j, label in spans])
+            d_spans[span_at[b]:span_at[b + 1]] = d_chart[span_index(n)][:, 1:]
+            logits = scores.tags[tag_at[b]:tag_at[b + 1]]
+            t_loss, d_tags[tag_at[b]:tag_at[b + 1]] = tag_loss(logits, [self._tag_id(t) for t in tags])
+            loss += span_loss + t_loss
+        scale = 1.0 / len(gold)
+        backprop(SpanCRFScores(d_spans * scale, d_tags * scale, scores.lengths))
+        if sgd is not None:
+            self.model.finish_update(sgd)
+        return loss
+
+    def _tag_id(self, tag: str) -> int:
+        try:
+            return self._tag_index[tag]
+        except KeyError:
+            raise StructPrefError(f"unknown tag {tag!r}: the parser's tags are {', '.join(self.tags[:8])}, ...") \
+                from None
+
+    def _chart(self, span_scores, n: int) -> np.ndarray:
+        """The chart's ``(n, n + 1, L)`` float64 scores: the model's rows in
+        :func:`span_index` order, the empty label at 0."""
+        chart = np.zeros((n, n + 1, len(self.labels)))
+        i, j = span_index(n)
+        chart[i, j, 1:] = span_scores
+        return chart
+
+    # ---------------------------------------------------------------- parsing
+    def parse(self, words: Sequence[str], k: int = 1, with_forest: bool = True) -> ParseResult:
+        """Best tree, the k best trees with their log-probabilities and the
+        pruned forest; a flat fallback tree (``fallback=True``, reason "too
+        long") for a sentence longer than ``max_length``."""
+        return self.parse_many([words], k=k, with_forest=with_forest)[0]
+
+    def parse_many(self, sentences: Sequence[Sequence[str]], k: int = 1,
+                   with_forest: bool = True) -> List[ParseResult]:
+        """:meth:`parse` of each sentence, the model run on ``batch_size``
+        sentences at a time."""
+        check_count("k", k, 1)
+        docs = self.docs(sentences)
+        out: List[Optional[ParseResult]] = [None] * len(docs)
+        long = [b for b, doc in enumerate(docs) if self.max_length is not None and len(doc) > self.max_length]
+        if long:
+            logits = tag_logits(self.model, [docs[b] for b in long])
+            for b, x in zip(long, logits):
+                out[b] = self._fallback(docs[b], x)
+        todo = [b for b, doc in enumerate(docs) if out[b] is None]
+        for start in range(0, len(todo), self.batch_size):
+            batch = todo[start:start + self.batch_size]
+            scores = self.model.predict([docs[b] for b in batch])
+            span_at, tag_at = scores.span_offsets(), scores.tag_offsets()
+            for x, b in enumerate(batch):
+                words = [t.text for t in docs[b]]
+                chart = self._chart(scores.spans[span_at[x]:span_at[x + 1]], len(words))
+                tags = [self.tags[t] for t in scores.tags[tag_at[x]:tag_at[x + 1]].argmax(axis=1).tolist()]
+                out[b] = self._decode(words, tags, chart, k, with_forest)
+        return out
+
+    def _decode(self, words: List[str], tags: List[str], chart: np.ndarray, k: int,
+                with_forest: bool) -> ParseResult:
+        log_z = span_chart.log_partition(chart)
+        forest, found = None, []  # (log p, bracketed, tree), the 1-best first
+        if self.decode == "derivation":
+            labels = self.labels.labels
+            tree = spans_to_tree(words, tags, [(i, j, labels[lab]) for i, j, lab in span_chart.viterbi(chart)[1]])
+            found.append((self._log_prob(chart, tree, log_z), to_bracketed(tree), tree))
+        if with_forest or k > 1 or self.decode == "tree":
+            forest = span_chart.span_forest(chart, self.labels, words, tags, self.threshold)
+            extractor = KBest(forest, words)
+            more = []
+            for _, text, rank in extractor.best(k):
+                if not found or text != found[0][1]:
+                    tree = extractor.tree(forest.root, rank)
+                    more.append((self._log_prob(chart, tree, log_z), text, tree))
+            found += sorted(more, key=lambda x: -x[0])[:k - len(found)]
+        return ParseResult(words, found[0][2], found[0][0], forest if with_forest else None,
+                           [(lp, text) for lp, text, _ in found], False)
+
+    def _log_prob(self, chart: np.ndarray, tree: Tree, log_z: float) -> float:
+        spans = [(i, j, self.labels.index(label)) for i, j, label in tree_to_spans(tree)[2]]
+        return tree_log_prob(chart, spans, log_z)
+
+    def _fallback(self, doc: Doc, logits) -> ParseResult:
+        words = [t.text for t in doc]
+        kids = [Tree(self.tags[t], [w]) for w, t in zip(words, logits.argmax(axis=1).tolist())]
+        tree = Tree("TOP", [Tree("S", kids)])
+        return ParseResult(words, tree, float("-inf"), None, [(float("-inf"), to_bracketed(tree))], True, TOO_LONG)
+
+    # ------------------------------------------------------------ serialising
+    def to_bytes(self) -> bytes:
+        return srsly.msgpack_dumps({
+            "model": self.model.to_bytes(), "labels": self.labels.to_dict(), "tags": list(self.tags),
+            "lang": self.vocab.lang, "threshold": self.threshold, "max_length": self.max_length,
+            "batch_size": self.batch_size, "decode": self.decode})
+
+    def from_bytes(self, data: bytes) -> "SpanParser":
+        """Load what :meth:`to_bytes` wrote into this parser, whose model
+        must have the saved model's architecture and be either uninitialized
+        or of the saved label and tag counts."""
+        with load_errors("a span parser"):
+            msg = srsly.msgpack_loads(data)
+            labels, tags = SpanLabels.from_dict(msg["labels"]), tuple(msg["tags"])
+            settings = {key: msg[key] for key in ("threshold", "max_length", "batch_size", "decode")}
+            vocab = self.vocab if self.vocab.lang == msg["lang"] else spacy.blank(msg["lang"]).vocab
+            initialized = self.model.get_ref("tagger").has_param("W")
+            for dim, value in (("nO", len(labels)), ("nT", len(tags))):
+                if self.model.get_dim(dim) != value:
+                    if initialized:
+                        raise SavedModelError(f"cannot load a span parser of {value} {dim} into an initialized "
+                                              f"model of {self.model.get_dim(dim)}: load into a new model")
+                    self.model.set_dim(dim, value, force=True)
+            self.model.from_bytes(msg["model"])
+        SpanParser.__init__(self, self.model, labels, tags, vocab=vocab, **settings)
+        return self

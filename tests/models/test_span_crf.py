@@ -1,0 +1,155 @@
+"""The span-CRF scorer (models.span_crf): span order, gradients against
+finite differences through a tiny model, the tag-only path, bad settings."""
+import numpy as np
+import pytest
+import spacy
+from spacy.tokens import Doc
+from thinc.api import fix_random_seed
+
+from spacy_structpref.errors import StructPrefError
+from spacy_structpref.models.span_crf import BiLSTM, SpanCRF, SpanCRFScores, span_index, tag_logits
+
+TINY = dict(embed_width=6, embed_rows=50, char_width=6, char_dim=3, char_count=4, lstm_width=8, lstm_depth=2,
+            hidden_width=7, dropout=0.0)
+
+
+def tiny_model(nO=4, nT=3, seed=0, **settings):
+    fix_random_seed(seed)
+    vocab = spacy.blank("en").vocab
+    docs = [Doc(vocab, words=w.split()) for w in ("the cat sat down", "dogs bark", "a")]
+    model = SpanCRF(nO=nO, nT=nT, **{**TINY, **settings})
+    model.initialize(X=docs)
+    return model, docs
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 6])
+def test_span_index_lists_each_span_once_by_start_then_end(n):
+    i, j = span_index(n)
+    pairs = list(zip(i.tolist(), j.tolist()))
+    assert pairs == sorted((a, b) for a in range(n + 1) for b in range(a + 1, n + 1))
+
+
+def test_scores_have_one_row_per_span_and_per_word():
+    model, docs = tiny_model()
+    scores = model.predict(docs)
+    assert scores.lengths.tolist() == [4, 2, 1]
+    assert scores.spans.shape == (10 + 3 + 1, 3)  # n(n+1)/2 spans, labels without the empty one
+    assert scores.tags.shape == (7, 3)
+    assert scores.span_offsets().tolist() == [0, 10, 13, 14]
+    assert scores.tag_offsets().tolist() == [0, 4, 6, 7]
+
+
+def test_a_docs_scores_do_not_depend_on_its_batch():
+    model, docs = tiny_model()
+    together = model.predict(docs)
+    for b, doc in enumerate(docs):
+        alone = model.predict([doc])
+        s, t = together.span_offsets(), together.tag_offsets()
+        np.testing.assert_allclose(alone.spans, together.spans[s[b]:s[b + 1]], rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(alone.tags, together.tags[t[b]:t[b + 1]], rtol=1e-5, atol=1e-6)
+
+
+def test_tag_logits_are_the_forward_passes_tag_scores():
+    model, docs = tiny_model()
+    full = model.predict(docs)
+    np.testing.assert_allclose(np.concatenate(tag_logits(model, docs)), full.tags, rtol=1e-5, atol=1e-6)
+
+
+def test_parameter_gradients_match_finite_differences():
+    """f = Σ A·spans + Σ B·tags; backprop of (A, B) gives ∂f/∂θ for every
+    parameter of every layer (embeddings, frame, BiLSTM, MLP, tagger)."""
+    model, docs = tiny_model(seed=1)
+    rng = np.random.default_rng(0)
+    out, backprop = model.begin_update(docs)
+    A = rng.normal(size=out.spans.shape).astype("f")
+    B = rng.normal(size=out.tags.shape).astype("f")
+
+    def f():
+        y, _ = model.begin_update(docs)
+        return float((A.astype(float) * y.spans).sum() + (B.astype(float) * y.tags).sum())
+
+    backprop(SpanCRFScores(A, B, out.lengths))
+    checked = set()
+    eps = 5e-4  # small: a larger step moves ReLU inputs across 0
+    for node in model.walk():
+        for name in node.param_names:
+            if not node.has_param(name) or not node.has_grad(name):
+                continue
+            grad = node.get_grad(name).ravel().copy()
+            picks = {int(np.argmax(np.abs(grad)))} | set(rng.integers(0, grad.size, 2).tolist())
+            for idx in picks:
+                value = node.get_param(name).copy()
+                flat = value.reshape(-1)
+                base = flat[idx]
+                flat[idx] = base + eps
+                node.set_param(name, value.copy())
+                up = f()
+                flat[idx] = base - eps
+                node.set_param(name, value.copy())
+                down = f()
+                flat[idx] = base
+                node.set_param(name, value)
+                numeric = (up - down) / (2 * eps)
+                assert numeric == pytest.approx(float(grad[idx]), rel=3e-2, abs=3e-3), (node.name, name, idx)
+            checked.add(node.name)
+    assert {"span_frame", "bilstm", "relu", "linear"} <= checked
+    assert any("hashembed" in name for name in checked)
+
+
+def test_settings_and_inputs_are_checked():
+    for bad in (dict(lstm_width=7), dict(lstm_depth=0), dict(dropout=1.0), dict(hidden_width=0),
+                dict(char_count=1), dict(embed_rows=True)):
+        with pytest.raises(StructPrefError):
+            SpanCRF(**bad)
+    vocab = spacy.blank("en").vocab
+    with pytest.raises(StructPrefError, match="nO"):
+        SpanCRF(**TINY).initialize(X=[Doc(vocab, words=["a"])])
+    with pytest.raises(StructPrefError, match="non-empty span label"):
+        SpanCRF(nO=1, nT=2, **TINY).initialize(X=[Doc(vocab, words=["a"])])
+    model, _ = tiny_model()
+    with pytest.raises(StructPrefError, match="non-empty"):
+        model.predict([Doc(vocab, words=[])])
+    with pytest.raises(StructPrefError, match="non-empty"):
+        model.predict([])
+
+
+def test_bilstm_input_gradients_match_finite_differences_at_every_position():
+    """Every position of sequences of different lengths, the first and last
+    included, gets its gradient (float64 inputs: central differences are
+    exact to rounding)."""
+    fix_random_seed(2)
+    rng = np.random.default_rng(1)
+    X = [rng.normal(size=(n, 3)) for n in (4, 1, 3)]
+    lstm = BiLSTM(2, depth=2)
+    lstm.initialize(X=[x.astype("f") for x in X])
+    for name in lstm.param_names:
+        lstm.set_param(name, lstm.get_param(name).astype(float))
+    W = [rng.normal(size=(len(x), 4)) for x in X]
+    Y, backprop = lstm.begin_update(X)
+    dX = backprop(W)
+
+    def f(inputs):
+        return sum(float((w * y).sum()) for w, y in zip(W, lstm.predict(inputs)))
+
+    eps = 1e-6
+    for s, x in enumerate(X):
+        for t in range(len(x)):
+            for c in range(3):
+                up = [v.copy() for v in X]
+                down = [v.copy() for v in X]
+                up[s][t, c] += eps
+                down[s][t, c] -= eps
+                assert (f(up) - f(down)) / (2 * eps) == pytest.approx(dX[s][t, c], rel=1e-5, abs=1e-8)
+
+
+def test_bilstm_forward_half_reads_the_past_backward_half_the_future():
+    fix_random_seed(3)
+    lstm = BiLSTM(2, depth=1)
+    x = np.random.default_rng(0).normal(size=(5, 3)).astype("f")
+    lstm.initialize(X=[x])
+    y = lstm.predict([x])[0]
+    changed = x.copy()
+    changed[2] += 1.0
+    moved = np.abs(lstm.predict([changed])[0] - y) > 0
+    assert not moved[:2, :2].any() and moved[2:, :2].all()
+    assert not moved[3:, 2:].any() and moved[:3, 2:].all()

@@ -1,0 +1,221 @@
+"""The span-CRF parser (parsing.span_parser): the CRF and tag losses against
+finite differences and enumeration, training a tiny model, batched against
+one-by-one parsing, k-best lists, saving, fallbacks and bad input."""
+import itertools
+
+import numpy as np
+import pytest
+from thinc.api import Adam, fix_random_seed
+
+from spacy_structpref.corpora import ptb_trees
+from spacy_structpref.errors import SavedModelError, StructPrefError
+from spacy_structpref.models.span_crf import SpanCRF
+from spacy_structpref.parsing.parser import TOO_LONG
+from spacy_structpref.parsing.span_parser import SpanParser, crf_loss, tag_loss, tree_log_prob
+from spacy_structpref.parsing.span_trees import SpanLabels, spans_to_tree, tree_to_spans
+from spacy_structpref.scoring.parseval import EvalbParams, evalb
+from spacy_structpref.trees.brackets import parse_bracketed, to_bracketed
+from spacy_structpref.trees.forest import Forest
+
+SMALL = dict(embed_width=32, embed_rows=500, char_width=32, char_dim=8, char_count=6, lstm_width=64,
+             lstm_depth=1, hidden_width=64, dropout=0.0)
+
+
+def bracketings(i, j):
+    """Every full binary bracketing of [i, j) as a list of spans."""
+    if j - i == 1:
+        yield [(i, j)]
+        return
+    for k in range(i + 1, j):
+        for left in bracketings(i, k):
+            for right in bracketings(k, j):
+                yield [(i, j)] + left + right
+
+
+def random_chart(n, L, seed):
+    chart = np.random.default_rng(seed).normal(size=(n, n + 1, L))
+    chart[:, :, 0] = 0.0
+    return chart
+
+
+@pytest.mark.parametrize("n, L", [(1, 3), (3, 2), (4, 2)])
+def test_crf_loss_is_minus_log_probability_by_enumeration(n, L):
+    chart = random_chart(n, L, seed=n)
+    trees = [(spans, labels) for spans in bracketings(0, n)
+             for labels in itertools.product(range(L), repeat=len(spans))]
+    log_z = np.logaddexp.reduce([sum(chart[i, j, lab] for (i, j), lab in zip(spans, labels))
+                                 for spans, labels in trees])
+    spans, labels = trees[len(trees) // 3]
+    gold = [(i, j, lab) for (i, j), lab in zip(spans, labels)]
+    loss, _ = crf_loss(chart, gold)
+    assert loss == pytest.approx(log_z - sum(chart[i, j, lab] for i, j, lab in gold), abs=1e-10)
+
+
+@pytest.mark.parametrize("n, seed", [(1, 0), (3, 1), (4, 2)])
+def test_tree_log_prob_sums_the_trees_binarisations_by_enumeration(n, seed):
+    """Every labelled binarised derivation, un-binarised: the derivations of
+    each treebank tree summed (empty-label scores random, not 0, to check the
+    general sum) equal exp(tree_log_prob), which sums to 1 over the trees."""
+    names = ["", "A", "B"]
+    chart = np.random.default_rng(seed).normal(size=(n, n + 1, len(names)))
+    words, tags = [f"w{i}" for i in range(n)], ["T"] * n
+    by_tree = {}
+    for spans in bracketings(0, n):
+        for labels in itertools.product(range(len(names)), repeat=len(spans)):
+            score = sum(chart[i, j, lab] for (i, j), lab in zip(spans, labels))
+            text = to_bracketed(spans_to_tree(words, tags, [(i, j, names[lab]) for (i, j), lab in zip(spans, labels)]))
+            by_tree.setdefault(text, []).append(score)
+    log_z = np.logaddexp.reduce([x for scores in by_tree.values() for x in scores])
+    total = 0.0
+    for text, scores in by_tree.items():
+        spans = [(i, j, names.index(lab)) for i, j, lab in tree_to_spans(parse_bracketed(text))[2]]
+        log_p = tree_log_prob(chart, spans, log_z)
+        assert log_p == pytest.approx(np.logaddexp.reduce(scores) - log_z, abs=1e-9)
+        total += np.exp(log_p)
+    assert total == pytest.approx(1.0)
+
+
+def test_crf_loss_gradient_matches_finite_differences():
+    n, L = 5, 3
+    chart = random_chart(n, L, seed=7)
+    gold = [(0, 5, 1), (0, 2, 0), (0, 1, 2), (1, 2, 0), (2, 5, 1), (2, 3, 0), (3, 5, 2), (3, 4, 1), (4, 5, 0)]
+    _, grad = crf_loss(chart, gold)
+    eps = 1e-6
+    for i in range(n):
+        for j in range(i + 1, n + 1):
+            for lab in range(L):
+                up, down = chart.copy(), chart.copy()
+                up[i, j, lab] += eps
+                down[i, j, lab] -= eps
+                numeric = (crf_loss(up, gold)[0] - crf_loss(down, gold)[0]) / (2 * eps)
+                assert numeric == pytest.approx(grad[i, j, lab], abs=1e-7)
+
+
+def test_tag_loss_gradient_matches_finite_differences():
+    logits = np.random.default_rng(3).normal(size=(4, 5))
+    gold = [0, 4, 2, 2]
+    loss, grad = tag_loss(logits, gold)
+    log_p = logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
+    assert loss == pytest.approx(-sum(log_p[r, g] for r, g in enumerate(gold)))
+    eps = 1e-6
+    for r in range(4):
+        for c in range(5):
+            up, down = logits.copy(), logits.copy()
+            up[r, c] += eps
+            down[r, c] -= eps
+            assert (tag_loss(up, gold)[0] - tag_loss(down, gold)[0]) / (2 * eps) == pytest.approx(grad[r, c],
+                                                                                             abs=1e-7)
+
+
+@pytest.fixture(scope="module")
+def short_trees():
+    return [t for t in ptb_trees("train") if 3 <= len(t.leaves()) <= 12][:20]
+
+
+@pytest.fixture(scope="module")
+def trained(short_trees):
+    fix_random_seed(0)
+    parser = SpanParser.from_trees(short_trees, SpanCRF(**SMALL), batch_size=7)
+    opt = Adam(5e-3)
+    losses = []
+    for epoch in range(60):
+        losses.append(sum(parser.update(short_trees[b:b + 5], opt) for b in range(0, len(short_trees), 5)))
+    return parser, losses
+
+
+def test_a_tiny_model_learns_its_training_trees(trained, short_trees):
+    parser, losses = trained
+    assert losses[-1] < 0.05 * losses[0]
+    results = parser.parse_many([t.leaves() for t in short_trees], with_forest=False)
+    assert evalb(short_trees, [r.tree for r in results], EvalbParams(max_error=None)).all.f1 >= 97.0
+
+
+def test_parse_many_equals_parsing_one_by_one(trained, short_trees):
+    # a high forest threshold keeps the tiny model's (flat) forests small
+    parser = SpanParser(trained[0].model, trained[0].labels, trained[0].tags, threshold=0.01, batch_size=4)
+    sentences = [t.leaves() for t in short_trees[:9]]
+    together = parser.parse_many(sentences, k=5)
+    for words, batch in zip(sentences, together):
+        alone = parser.parse(words, k=5)
+        assert to_bracketed(alone.tree) == to_bracketed(batch.tree)
+        assert [text for _, text in alone.nbest] == [text for _, text in batch.nbest]
+        np.testing.assert_allclose([lp for lp, _ in alone.nbest], [lp for lp, _ in batch.nbest], atol=1e-4)
+        assert alone.forest.n_edges == batch.forest.n_edges
+
+
+def test_kbest_lists_distinct_trees_best_first_with_log_probabilities(trained, short_trees):
+    parser, _ = trained
+    # a low threshold: the trained tiny model is sure of its training sentences
+    result = SpanParser(parser.model, parser.labels, parser.tags, threshold=1e-9).parse(short_trees[0].leaves(), k=10)
+    logps = [lp for lp, _ in result.nbest]
+    texts = [text for _, text in result.nbest]
+    assert len(texts) == 10 and len(set(texts)) == 10
+    assert logps == sorted(logps, reverse=True) and logps[0] <= 0.0
+    assert np.exp(logps).sum() <= 1.0 + 1e-9
+    assert result.log_prob == logps[0] and to_bracketed(result.tree) == texts[0]
+    assert parse_bracketed(texts[0]).leaves() == short_trees[0].leaves()
+    assert isinstance(result.forest, Forest) and not result.fallback
+
+
+def test_derivation_decoding_puts_the_cky_tree_first(trained, short_trees):
+    parser, _ = trained
+    by_tree = SpanParser(parser.model, parser.labels, parser.tags, threshold=1e-9)
+    by_derivation = SpanParser(parser.model, parser.labels, parser.tags, threshold=1e-9, decode="derivation")
+    for tree in short_trees[:5]:
+        a = by_tree.parse(tree.leaves(), k=4)
+        b = by_derivation.parse(tree.leaves(), k=4)
+        assert sorted(a.nbest, reverse=True) == a.nbest
+        assert b.nbest[1:] == sorted(b.nbest[1:], reverse=True)
+        assert {text for _, text in a.nbest} == {text for _, text in b.nbest} or len(a.nbest) == 4
+        assert b.log_prob <= a.log_prob + 1e-9
+        assert to_bracketed(b.tree) == b.nbest[0][1] and to_bracketed(a.tree) == a.nbest[0][1]
+        assert b.forest is not None and b.forest.n_edges == a.forest.n_edges
+    fast = by_derivation.parse(short_trees[0].leaves(), with_forest=False)
+    assert fast.forest is None and len(fast.nbest) == 1
+
+
+def test_round_trip_through_bytes_parses_identically(trained, short_trees):
+    parser, _ = trained
+    fresh = SpanParser(SpanCRF(**SMALL), SpanLabels(["", "S"]), ["NN"]).from_bytes(parser.to_bytes())
+    assert fresh.labels == parser.labels and fresh.tags == parser.tags and fresh.batch_size == 7
+    for tree in short_trees[:5]:
+        a, b = (p.parse(tree.leaves(), k=3, with_forest=False) for p in (parser, fresh))
+        assert a.nbest == b.nbest
+
+
+def test_sentences_over_max_length_get_the_flat_fallback(trained, short_trees):
+    parser, _ = trained
+    words = short_trees[0].leaves()
+    capped = SpanParser(parser.model, parser.labels, parser.tags, max_length=len(words) - 1)
+    result, ok = capped.parse_many([words, words[:len(words) - 1]], with_forest=False)
+    assert result.fallback and result.fallback_reason == TOO_LONG and result.log_prob == float("-inf")
+    assert result.forest is None and result.tree.leaves() == words
+    assert [t.label() for t in result.tree] == ["S"] and result.tree[0].height() == 3
+    assert not ok.fallback
+
+
+def test_bad_input_is_refused(trained, short_trees):
+    parser, _ = trained
+    for sentences in ([[]], [["a", ""]]):
+        with pytest.raises(StructPrefError):
+            parser.parse_many(sentences)
+    for k in (0, 1.5, True):
+        with pytest.raises(StructPrefError):
+            parser.parse(["a", "b"], k=k)
+    with pytest.raises(StructPrefError, match="at least one tree"):
+        parser.update([])
+    with pytest.raises(StructPrefError, match="unknown tag"):
+        parser.update([parse_bracketed("(TOP (S (NP (XYZ a)) (VP (VBZ b))))")])
+    with pytest.raises(StructPrefError, match="unknown span label"):
+        parser.update([parse_bracketed("(TOP (S (QQ (DT a)) (VP (VBZ b))))")])
+    for settings in (dict(threshold=1.5), dict(max_length=0), dict(batch_size=0), dict(decode="cky")):
+        with pytest.raises(StructPrefError):
+            SpanParser(parser.model, parser.labels, parser.tags, **settings)
+    with pytest.raises(StructPrefError, match="tags"):
+        SpanParser(parser.model, parser.labels, parser.tags[:-1])
+    with pytest.raises(SavedModelError):
+        SpanParser(SpanCRF(**SMALL), parser.labels, parser.tags).from_bytes(b"not msgpack")
+    fix_random_seed(5)
+    other = SpanParser.from_trees(short_trees[:3], SpanCRF(**SMALL))
+    with pytest.raises(SavedModelError, match="new model"):
+        other.from_bytes(parser.to_bytes())
