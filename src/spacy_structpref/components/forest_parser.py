@@ -26,7 +26,7 @@ this module stays cheap.
 from typing import Callable, Dict, Iterable, Optional
 
 from spacy.language import Language
-from spacy.pipeline import TrainablePipe
+from spacy.pipeline import Pipe, TrainablePipe
 from spacy.training import Example, validate_examples
 from thinc.api import Model
 
@@ -60,8 +60,10 @@ class ForestParser(StructPrefPipe, TrainablePipe):
     ``models.span_crf.SpanCRF``); ``cfg["model"]`` names its architecture,
     and a save loads only into a component of the same one.
 
-    Streams go through spaCy's ``Pipe.pipe``, a Doc that raises going to the
-    error handler; the span CRF scores each batch in one forward pass."""
+    Streams go through spaCy's ``Pipe.pipe`` for the PCFG (one Doc at a time:
+    the chart parser has nothing to batch, and a Doc that raises goes alone
+    to the error handler) and ``TrainablePipe.pipe`` for the span CRF (a
+    batch in one forward pass; a batch that raises goes to the handler)."""
 
     factory = "forest_parser"
 
@@ -152,6 +154,10 @@ class ForestParser(StructPrefPipe, TrainablePipe):
         return losses
 
     # ------------------------------------------------------------- parsing
+    def pipe(self, stream: Iterable, *, batch_size: int = 128):
+        base = Pipe if self.is_pcfg else TrainablePipe
+        yield from base.pipe(self, stream, batch_size=batch_size)
+
     @property
     def parser(self):
         """The library parser: a :class:`~..parsing.parser.Parser` of the
