@@ -152,3 +152,16 @@ def test_kernel_textcat_runs_on_span_crf_parses(trained):
     nlp.get_pipe("kernel_textcat").initialize(lambda: labelled_examples(nlp, questions(12)), nlp=nlp)
     doc = nlp(Doc(nlp.vocab, words="What is the capital of France ?".split()))
     assert sum(doc.cats.values()) == pytest.approx(1.0)
+
+
+def test_reranker_cannot_jackknife_span_crf_lists(trained):
+    """Jackknifing rebuilds the PCFG on other folds: after a span CRF it is a
+    clear error, not a PCFG silently standing in."""
+    from spacy_structpref.errors import StructPrefError
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("forest_parser", source=trained)
+    reranker = nlp.add_pipe("parse_reranker", config={"k": 5, "n_folds": 2})
+    train = [d for d in corpus_docs("ptb", "train", nlp.vocab, limit=4)]
+    with pytest.raises(StructPrefError, match="SpanCRF"):
+        reranker.initialize(lambda: [Example(d, d) for d in train], nlp=nlp)
