@@ -1,27 +1,74 @@
-"""Benchmark of the PCFG forest parser, the reranker's base parser, on the
-PTB-sample test split (wsj_0170–0199).
+"""Benchmark of the forest_parser's two models, the PCFG and the span CRF,
+on the PTB-sample test split (wsj_0170–0199), in one run.
 
-Trains the grammar on the train split, parses all 413 test sentences with
-forests and 50-best lists (timed, one core: the parser is single-threaded),
-prints PARSEVAL (EVALB conventions) for the 1-best and the 50-best oracle, and
-the speed ratio against NLTK's ViterbiParser with the same grammar on 20 short
-test sentences, measured in the same run.
+PCFG: trains the grammar on the train split, parses all 413 test sentences
+with forests and 50-best lists (timed, one core: the parser is
+single-threaded), prints PARSEVAL (EVALB conventions) for the 1-best and the
+50-best oracle, and the speed ratio against NLTK's ViterbiParser with the
+same grammar on 20 short test sentences, measured in the same run.
 
-    NLTK_DATA=../shared/nltk_data python bench/parser.py [--k 50] [--nltk 20]
+Span CRF: trains from scratch on the train split (wsj_0001–0139) on CPU with
+Adam (linear warm-up, then the learning rate halved whenever dev F1 has not
+risen for ``--patience`` epochs), gradient clipping and dropout; after each
+epoch parses the dev split (wsj_0140–0169, CKY 1-best) and scores it with the
+EVALB-exact scorer, keeping the best-dev model. Training stops at
+``--epochs`` or when the next epoch would pass ``--budget`` CPU-seconds
+(updates and dev parses together); ``--span-model PATH`` loads a trained
+parser's bytes (``SpanParser.to_bytes``, as ``--output`` writes them) instead.
+The model then parses the test split with forests and ``--k``-best lists
+(timed); its F1 is that of the most probable tree in the forest (the
+parser's default decoding), every sentence scored (sentences EVALB rejects,
+a predicted punctuation tag on a word that is not punctuation in gold or the
+reverse, counted as EVALB counts them and reported).
+
+The last two lines, one per model, read
+
+    MODEL: F1 <= 40 X.XX, all Y.YY, oracle@50 Z.ZZ, train T s, parse P s
+
+(train: CPU-seconds of training, the grammar's estimation for the PCFG;
+parse: CPU-seconds for the test sentences with forests and k-best lists).
+
+    NLTK_DATA=../shared/nltk_data OPENBLAS_NUM_THREADS=1 python bench/parser.py [--k 50] [--nltk 20]
+        [--budget 1800 | --span-model PATH]
 """
 import argparse
 import math
 import os
+import random
 import time
 
 from nltk.grammar import PCFG, Nonterminal, ProbabilisticProduction
 from nltk.parse import ViterbiParser
+from thinc.api import Adam, fix_random_seed
+from tqdm import tqdm
 
 from spacy_structpref.corpora import ptb_trees
+from spacy_structpref.models.span_crf import SpanCRF
 from spacy_structpref.parsing.grammar import Annotation, estimate_grammar
 from spacy_structpref.parsing.parser import Parser
-from spacy_structpref.scoring.parseval import evalb, sentence_stats
+from spacy_structpref.parsing.span_parser import SpanParser
+from spacy_structpref.scoring.parseval import EvalbParams, evalb, sentence_stats
 from spacy_structpref.trees.brackets import parse_bracketed
+
+# every sentence scored, as EVALB -e with a large bound: the error count is reported
+SCORE_ALL = EvalbParams(max_error=None)
+
+
+def summary(model, best, oracle_result, k, train_s, parse_s):
+    """The bench's line for one model."""
+    return (f"{model}: F1 <= 40 {best.short.f1:.2f}, all {best.all.f1:.2f}, oracle@{k} {oracle_result.short.f1:.2f}, "
+            f"train {train_s:.0f} s, parse {parse_s:.1f} s")
+
+
+def oracle(gold, results, params=None):
+    """EVALB result of the best tree (sentence F1) of each k-best list."""
+    picked = []
+    for g, r in zip(gold, results):
+        def f1(tree):
+            s = sentence_stats(g, tree, *([params] if params else []))
+            return 2 * s.matched / (s.gold + s.test) if s.gold + s.test else 1.0
+        picked.append(max((parse_bracketed(text) for _, text in r.nbest), key=f1))
+    return evalb(gold, picked, *([params] if params else []))
 
 
 def nltk_grammar(grammar, sentences):
@@ -57,6 +104,23 @@ def nltk_grammar(grammar, sentences):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--k", type=int, default=50)
+    ap.add_argument("--span-model", default=None, help="skip the span CRF's training: load these parser bytes")
+    ap.add_argument("--budget", type=float, default=1800.0, help="span CRF training CPU-seconds")
+    ap.add_argument("--epochs", type=int, default=100)
+    ap.add_argument("--batch-size", type=int, default=16)
+    ap.add_argument("--lr", type=float, default=2e-3)
+    ap.add_argument("--warmup", type=int, default=300, help="steps of linear warm-up")
+    ap.add_argument("--patience", type=int, default=2, help="epochs without a dev gain before halving the rate")
+    ap.add_argument("--clip", type=float, default=5.0, help="gradient norm clipping")
+    ap.add_argument("--lstm-width", type=int, default=400)
+    ap.add_argument("--lstm-depth", type=int, default=2)
+    ap.add_argument("--hidden-width", type=int, default=250)
+    ap.add_argument("--embed-width", type=int, default=100)
+    ap.add_argument("--char-width", type=int, default=100)
+    ap.add_argument("--dropout", type=float, default=0.3)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--train-limit", type=int, default=None, help="first n training trees of the span CRF")
+    ap.add_argument("--output", default=None, help="write the best-dev span parser's bytes here (at each new best)")
     ap.add_argument("--nltk", type=int, default=20, help="short sentences for the NLTK comparison")
     ap.add_argument("--beam", type=float, default=1e-4)
     ap.add_argument("--threshold", type=float, default=1e-5)
@@ -66,12 +130,18 @@ def main():
     ap.add_argument("--rare", type=int, default=2, help="rare_threshold of the lexicon")
     ap.add_argument("--limit", type=int, default=None)
     args = ap.parse_args()
+    lines = [bench_pcfg(args), bench_span_crf(args)]
+    print("\n" + "\n".join(lines))
 
-    t0 = time.perf_counter()
+
+def bench_pcfg(args):
+    """The PCFG's figures; returns its summary line."""
+    t0, c0 = time.perf_counter(), time.process_time()
     grammar = estimate_grammar(ptb_trees("train"), Annotation(horizontal_markov=args.h, vertical_markov=args.v),
                                rare_threshold=args.rare)
     print(f"grammar: {grammar.n_states} states, {len(grammar.binary)} binary rules, "
           f"{len(grammar.chains)} chain rules ({time.perf_counter() - t0:.1f} s)")
+    train_cpu = time.process_time() - c0
     parser = Parser(grammar, beam=args.beam, threshold=args.threshold, merit_threshold=args.merit)
     gold = ptb_trees("test")[:args.limit]
 
@@ -85,21 +155,13 @@ def main():
           f"{n_edges / len(gold):.0f} forest hyperedges/sentence, load {os.getloadavg()[0]:.2f}")
 
     best = evalb(gold, [r.tree for r in results])
-    oracle_trees = []
-    for g, r in zip(gold, results):
-        cands = [parse_bracketed(text) for _, text in r.nbest]
-
-        def f1(t):
-            s = sentence_stats(g, t)
-            return 2 * s.matched / (s.gold + s.test) if s.gold + s.test else 1.0
-        oracle_trees.append(max(cands, key=f1))
-    oracle = evalb(gold, oracle_trees)
+    oracle_result = oracle(gold, results)
     print("\n1-best")
     print(best.table())
     print(f"\n{args.k}-best oracle")
-    print(oracle.table())
-    print(f"\nF1 <=40: 1-best {best.short.f1:.2f}, oracle {oracle.short.f1:.2f};  "
-          f"all: 1-best {best.all.f1:.2f}, oracle {oracle.all.f1:.2f}")
+    print(oracle_result.table())
+    print(f"\nF1 <=40: 1-best {best.short.f1:.2f}, oracle {oracle_result.short.f1:.2f};  "
+          f"all: 1-best {best.all.f1:.2f}, oracle {oracle_result.all.f1:.2f}")
 
     if args.nltk:
         short = sorted((t for t in gold if 4 <= len(t.leaves()) <= 10), key=lambda t: len(t.leaves()))[:args.nltk]
@@ -123,6 +185,94 @@ def main():
               f"same best log-probability in {agree}/{len(sents)}, NLTK higher in {higher} (its PCFG lets a "
               f"collapsed chain's bottom start another chain, which ours does not), lower in "
               f"{len(sents) - agree - higher}")
+    return summary("PCFG", best, oracle_result, args.k, train_cpu, cpu)
+
+
+def cky(parser):
+    """The parser with CKY (best derivation) decoding: no forest for 1-best."""
+    return SpanParser(parser.model, parser.labels, parser.tags, vocab=parser.vocab, decode="derivation")
+
+
+def score(parser, gold, k=1, with_forest=False):
+    """(EVALB result, parse results, CPU-seconds of parsing)."""
+    c0 = time.process_time()
+    results = parser.parse_many([tree.leaves() for tree in gold], k=k, with_forest=with_forest)
+    cpu = time.process_time() - c0
+    return evalb(gold, [r.tree for r in results], SCORE_ALL), results, cpu
+
+
+def bench_span_crf(args):
+    """The span CRF's figures; returns its summary line."""
+    fix_random_seed(args.seed)
+    train, dev, test = list(ptb_trees("train"))[:args.train_limit], ptb_trees("dev"), ptb_trees("test")
+    model = SpanCRF(lstm_width=args.lstm_width, lstm_depth=args.lstm_depth, hidden_width=args.hidden_width,
+                    embed_width=args.embed_width, char_width=args.char_width, dropout=args.dropout)
+    parser = SpanParser.from_trees(train, model)
+    print(f"\nspan CRF: {len(train)} training trees, {len(parser.labels)} span labels, {len(parser.tags)} tags; "
+          f"{vars(args)}", flush=True)
+    if args.span_model:
+        with open(args.span_model, "rb") as f:
+            parser.from_bytes(f.read())
+        spent = train_wall = float("nan")
+    else:
+        spent, train_wall = train_parser(parser, train, dev, args)
+    return test_parser(parser, test, args, spent, train_wall)
+
+
+def train_parser(parser, train, dev, args):
+    """Train, keeping the best-dev parser; (training CPU-seconds, wall-seconds)."""
+    rng = random.Random(args.seed)
+    opt = Adam(args.lr, grad_clip=args.clip)
+    peak, step, best, best_bytes, since, spent = args.lr, 0, -1.0, None, 0, 0.0
+    w0 = time.perf_counter()
+    for epoch in range(1, args.epochs + 1):
+        c0 = time.process_time()
+        rng.shuffle(train)
+        loss = 0.0
+        bar = tqdm(range(0, len(train), args.batch_size), desc=f"epoch {epoch}", mininterval=30, leave=False)
+        for b in bar:
+            step += 1
+            opt.learn_rate = peak * min(1.0, step / args.warmup)
+            loss += parser.update(train[b:b + args.batch_size], opt)
+        result, _, _ = score(cky(parser), dev)
+        took = time.process_time() - c0
+        spent += took
+        f1 = result.short.f1
+        if f1 > best:
+            best, best_bytes, since = f1, parser.to_bytes(), 0
+            if args.output:
+                with open(args.output, "wb") as f:
+                    f.write(best_bytes)
+        else:
+            since += 1
+            if since >= args.patience:
+                peak, since = peak / 2, 0
+        print(f"epoch {epoch}: loss/sentence {loss / len(train):.2f}, dev F1 <= 40 {f1:.2f} (all "
+              f"{result.all.f1:.2f}, {result.short.errors} EVALB errors), best {best:.2f}, lr {peak:.2e}, "
+              f"{took:.0f} s CPU ({spent:.0f} s in all, {time.perf_counter() - w0:.0f} s wall), "
+              f"load {os.getloadavg()[0]:.2f}", flush=True)
+        if spent + took > args.budget:
+            break
+    parser.from_bytes(best_bytes)
+    print(f"best dev F1 (<= 40) {best:.2f}", flush=True)
+    return spent, time.perf_counter() - w0
+
+
+def test_parser(parser, test, args, spent, train_wall):
+    one, _, one_cpu = score(cky(parser), test)
+    print(f"test CKY 1-best alone: F1 <= 40 {one.short.f1:.2f}, all {one.all.f1:.2f} ({one_cpu:.1f} s CPU)",
+          flush=True)
+    full, results, full_cpu = score(parser, test, k=args.k, with_forest=True)
+    best_k = oracle(test, results, SCORE_ALL)
+    n_edges = sum(r.forest.n_edges for r in results if r.forest is not None)
+    print(f"\ntest: {len(test)} sentences, CKY 1-best alone {one_cpu:.1f} s CPU, "
+          f"with forests and {args.k}-best {full_cpu:.1f} s CPU, {n_edges / len(test):.0f} forest "
+          f"hyperedges/sentence, {full.short.errors} EVALB errors; load {os.getloadavg()[0]:.2f}")
+    print("\n1-best\n" + full.table())
+    print(f"\n{args.k}-best oracle\n" + best_k.table())
+    print(f"span CRF training: {spent:.0f} s CPU, {train_wall:.0f} s wall")
+    return summary("SpanCRF", full, best_k, args.k, spent, full_cpu)
+
 
 if __name__ == "__main__":
     main()

@@ -8,13 +8,17 @@ from spacy.training import Example
 from spacy.util import raise_error
 
 import spacy_structpref.components.factories  # noqa: F401  (registers the factories)
-from spacy_structpref.components.forest_parser import FALLBACK_KEY, ForestParser
+from spacy_structpref.components.forest_parser import DEFAULT_CONFIG, FALLBACK_KEY, PCFG_ARCH, ForestParser
 from spacy_structpref.corpora import corpus_docs
+from spacy_structpref.parsing.settings import PCFG, SHARED_SETTINGS
 from spacy_structpref.errors import GrammarError, GrammarWarning, StructPrefError
 from spacy_structpref.trees import Forest, SymbolTable, doc_to_tree, nbest_trees, to_bracketed
 
 from tests.helpers.fixtures import slow_fixture
 from tests.parsing.test_grammar_bad_trees import GOOD, WORD_UNDER_PHRASE
+
+
+DEFAULT_SHARED = {key: DEFAULT_CONFIG[key] for key in SHARED_SETTINGS}
 
 
 @slow_fixture
@@ -102,9 +106,11 @@ def test_serialisation_round_trips(trained, tmp_path):
 def test_config_and_errors():
     nlp = spacy.blank("en")
     with pytest.raises(StructPrefError, match="tag_mode"):
-        nlp.add_pipe("forest_parser", config={"tag_mode": "sometimes"})
+        nlp.add_pipe("forest_parser", config={"model": {"@architectures": PCFG_ARCH, "tag_mode": "sometimes"}})
+    with pytest.raises(ConfigValidationError, match="tag_mode"):  # a model setting at the component level
+        nlp.add_pipe("forest_parser", config={"tag_mode": "hard"})
     pipe = nlp.add_pipe("forest_parser", name="fp2", config={"set_tags": False})
-    with pytest.raises(StructPrefError, match="no grammar"):
+    with pytest.raises(StructPrefError, match="not trained"):
         pipe(Doc(nlp.vocab, words=["a"]))
     with pytest.raises(StructPrefError, match="constituents"):
         pipe.initialize(lambda: [Example(Doc(nlp.vocab, words=["a"]), Doc(nlp.vocab, words=["a"]))])
@@ -114,9 +120,9 @@ def test_config_and_errors():
 
 def test_upstream_tags_kept_or_used(trained):
     nlp = spacy.blank("en")
-    pipe = nlp.add_pipe("forest_parser", config={"tag_mode": "hard", "set_tags": False})
+    pipe = nlp.add_pipe("forest_parser", config={"model": {"@architectures": PCFG_ARCH, "tag_mode": "hard"}})
     pipe.from_bytes(trained.get_pipe("forest_parser").to_bytes())
-    pipe.cfg.update(tag_mode="hard", set_tags=False)
+    pipe.cfg.update(set_tags=False)
     doc = Doc(nlp.vocab, words="He sold the shares .".split(), tags=["PRP", "VBN", "DT", "NNS", "."])
     doc = nlp(doc)
     assert [t.tag_ for t in doc] == ["PRP", "VBN", "DT", "NNS", "."]
@@ -258,32 +264,52 @@ def test_max_length_setting():
     assert unbounded(Doc(unbounded.vocab, words=["the", "dog", "dog", "barks"])).user_data[FALLBACK_KEY] == "no parse"
 
 
-@pytest.mark.parametrize("setting,value,match", [
+SHARED_BAD = [("threshold", 1.0, "threshold"), ("max_length", 0, "max_length"), ("k", 0, "k must"),
+              ("k", True, "k must|forest_parser -> k")]
+MODEL_BAD = [
     ("max_expansions", 0, "max_expansions"), ("max_expansions", -3, "max_expansions"),
     ("max_expansions", 2.5, "max_expansions"), ("rare_threshold", -1, "rare_threshold"),
     ("tag_bonus", 0.0, "tag_bonus"), ("tag_bonus", -1.0, "tag_bonus"), ("tag_bonus", float("inf"), "tag_bonus"),
     ("smooth", -1.0, "smooth"), ("smooth", float("nan"), "smooth"), ("beam", 1.5, "beam"), ("beam", -0.1, "beam"),
-    ("threshold", 1.0, "threshold"), ("merit_threshold", float("nan"), "merit_threshold"),
-    ("max_length", 0, "max_length"), ("k", 0, "k must"), ("k", True, "k must|forest_parser -> k"),
-])
+    ("merit_threshold", float("nan"), "merit_threshold"),
+]
+
+
+def finite(value) -> bool:
+    """spaCy refuses nan and inf in a config itself."""
+    return value == value and abs(value) != float("inf")
+
+
+@pytest.mark.parametrize("setting,value,match", SHARED_BAD)
 def test_bad_settings_fail_when_the_pipeline_is_built(setting, value, match):
-    """Settings that would make every parse fall back or fail (smooth=-1:
-    ZeroDivisionError), or a bad beam, are refused when the pipeline is built,
-    not at the first parse. A save with one is refused and leaves the
-    component's cfg as it was (checked before it is adopted)."""
+    """Settings that would make every parse fall back or fail are refused
+    when the pipeline is built, not at the first parse. A save with one is
+    refused and leaves the component's cfg as it was (checked before it is
+    adopted)."""
     nlp = spacy.blank("en")
-    config = {setting: value, "tag_mode": "soft"} if setting == "tag_bonus" else {setting: value}
-    if value == value and abs(value) != float("inf"):  # spaCy refuses nan and inf in a config itself
-        # and its own type check catches a float where an int is declared
-        with pytest.raises((StructPrefError, ConfigValidationError), match=match):
-            nlp.add_pipe("forest_parser", config=config)
+    # spaCy's own type check catches a float where an int is declared
+    with pytest.raises((StructPrefError, ConfigValidationError), match=match):
+        nlp.add_pipe("forest_parser", config={setting: value})
     with pytest.raises(StructPrefError, match=match):
-        ForestParser(nlp.vocab, **config)
+        ForestParser(nlp.vocab, PCFG(), **{**DEFAULT_SHARED, setting: value})
     pipe = nlp.add_pipe("forest_parser")
     before = dict(pipe.cfg)
     with pytest.raises(StructPrefError, match=match):
-        pipe.from_bytes(srsly.msgpack_dumps({"cfg": {**pipe.cfg, **config}}))
+        pipe.from_bytes(srsly.msgpack_dumps({"cfg": {**pipe.cfg, setting: value}}))
     assert pipe.cfg == before
+
+
+@pytest.mark.parametrize("setting,value,match", MODEL_BAD)
+def test_bad_model_settings_fail_when_the_pipeline_is_built(setting, value, match):
+    """The PCFG's settings (smooth=-1 would raise ZeroDivisionError at the
+    first parse, a bad beam prune everything) are refused when its model
+    block is resolved."""
+    config = {setting: value, "tag_mode": "soft"} if setting == "tag_bonus" else {setting: value}
+    if finite(value):
+        with pytest.raises((StructPrefError, ConfigValidationError), match=match):
+            spacy.blank("en").add_pipe("forest_parser", config={"model": {"@architectures": PCFG_ARCH, **config}})
+    with pytest.raises(StructPrefError, match=match):
+        PCFG(**config)
 
 
 def test_forest_parser_initializes_from_trees_skipping_bad_ones():

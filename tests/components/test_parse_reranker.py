@@ -9,7 +9,6 @@ from nltk.tree import Tree
 from spacy.tokens import Doc
 from spacy.training import Example
 
-from spacy_structpref.components.forest_parser import ForestParser
 from spacy_structpref.corpora import ptb_trees
 from spacy_structpref.errors import StructPrefError
 from spacy_structpref.learners import CompositeKernel, KernelPerceptron, TreeKernel
@@ -93,7 +92,7 @@ def test_save_honours_exclude_and_refuses_a_wrong_load(trained, tmp_path):
     reranker.to_disk(tmp_path / "r", exclude=["learner"])
     assert not (tmp_path / "r" / "learner").exists()
     with pytest.raises(StructPrefError, match="parse_reranker"):
-        ForestParser(nlp.vocab).from_disk(tmp_path / "r")
+        spacy.blank("en").add_pipe("forest_parser").from_disk(tmp_path / "r")
     fresh = pipeline().get_pipe("parse_reranker").from_disk(tmp_path / "r")
     with pytest.raises(StructPrefError, match="not trained"):
         fresh(nlp.get_pipe("forest_parser")(Doc(nlp.vocab, words=["It", "rained", "."])))

@@ -12,6 +12,7 @@ from spacy.language import Language
 from thinc.api import Model
 
 from ..learners.registrations import perceptron_config
+from ..models import span_crf  # noqa: F401  (registers spacy_structpref.SpanCRF.v1)
 from .forest_parser import DEFAULT_CONFIG as FOREST_PARSER_CONFIG
 
 
@@ -71,21 +72,12 @@ def make_distro_textcat(nlp: Language, name: str, model: Model, w_steps: int, a_
     default_config=FOREST_PARSER_CONFIG,
     default_score_weights={**PARSEVAL_WEIGHTS, "parse_fallbacks": None, "parse_too_long": None},
 )
-def make_forest_parser(nlp: Language, name: str, horizontal_markov: int, vertical_markov: int,
-                       tag_parent: bool, split_unary_tags: bool, split_in: bool, split_percent: bool,
-                       rare_threshold: int, smooth: float, base_signatures: bool, beam: float, threshold: float,
-                       merit_threshold: float, max_expansions: int, max_length: Optional[int], k: int,
-                       tag_mode: str, tag_bonus: float, set_tags: bool, store_forest: bool, spans_key: str,
-                       scorer: Optional[Callable]):
+def make_forest_parser(nlp: Language, name: str, model: Model, threshold: float, max_length: Optional[int],
+                       k: int, set_tags: bool, store_forest: bool, spans_key: str, scorer: Optional[Callable]):
     from .forest_parser import ForestParser
 
-    return ForestParser(
-        nlp.vocab, name, scorer=scorer, horizontal_markov=horizontal_markov, vertical_markov=vertical_markov,
-        tag_parent=tag_parent, split_unary_tags=split_unary_tags, split_in=split_in, split_percent=split_percent,
-        rare_threshold=rare_threshold, smooth=smooth, base_signatures=base_signatures, beam=beam,
-        threshold=threshold, merit_threshold=merit_threshold, max_expansions=max_expansions,
-        max_length=max_length, k=k, tag_mode=tag_mode, tag_bonus=tag_bonus, set_tags=set_tags,
-        store_forest=store_forest, spans_key=spans_key)
+    return ForestParser(nlp.vocab, model, name, scorer=scorer, threshold=threshold, max_length=max_length, k=k,
+                        set_tags=set_tags, store_forest=store_forest, spans_key=spans_key)
 
 
 @Language.factory(

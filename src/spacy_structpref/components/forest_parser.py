@@ -1,106 +1,188 @@
-"""spaCy component ``forest_parser``: an unlexicalised PCFG parser (Klein &
-Manning 2003) that writes the best tree to the span group ``spans_key``
-(default ``doc.spans["constituents"]``), the k-best list (Huang & Chiang
-2005) to ``doc._.nbest`` and the pruned packed forest to ``doc._.forest``.
+"""spaCy component ``forest_parser``: a constituency parser that writes the
+best tree to the span group ``spans_key`` (default
+``doc.spans["constituents"]``), the k-best list with each tree's
+log-probability (Huang & Chiang 2005) to ``doc._.nbest`` and the pruned
+packed forest with hyperedge posteriors to ``doc._.forest``.
 
-The grammar is read off the gold trees in ``initialize``; ``update`` has
-nothing to learn. Heavy modules (nltk, the compiled chart and forest code)
-load lazily so that importing this module stays cheap.
+Its model, chosen in ``[components.forest_parser.model]``, is one of two
+registered architectures:
+
+- ``spacy_structpref.PCFG.v1`` (the default): an unlexicalised PCFG (Klein &
+  Manning 2003), a parameter-free model holding the grammar's and the PCFG
+  search's settings; the grammar is read off the gold trees in
+  ``initialize`` and ``update`` has nothing to learn. It runs through
+  :class:`~spacy_structpref.parsing.parser.Parser`.
+- ``spacy_structpref.SpanCRF.v1``: a neural span scorer under a tree CRF
+  (Stern, Andreas & Klein 2017; Zhang, Zhou & Li 2020); ``initialize`` reads
+  its span labels and tags off the gold trees, ``update`` takes a gradient
+  step on ``-log p(gold tree)`` plus the tagging head's cross-entropy. It runs
+  through :class:`~spacy_structpref.parsing.span_parser.SpanParser`.
+
+The component's own settings are those of its output and forest search,
+the same for both (``parsing.settings.SHARED_SETTINGS``). Heavy modules
+(nltk, the compiled chart and forest code) load lazily so that importing
+this module stays cheap.
 """
 from typing import Callable, Dict, Iterable, Optional
 
 from spacy.language import Language
-from spacy.training import Example
+from spacy.pipeline import Pipe, TrainablePipe
+from spacy.training import Example, validate_examples
+from thinc.api import Model
 
-from ..errors import StructPrefError
-from ..parsing.settings import (DEFAULT_SETTINGS, build_parser, check_parser_settings, grammar_from_trees,
-                                parser_settings)
+from ..errors import SavedModelError, StructPrefError
+from ..parsing.settings import DEFAULT_SETTINGS, SHARED_SETTINGS, build_parser, grammar_from_trees, shared_settings
 from ..saving import Part
 from .base import StructPrefPipe
 
 # doc.user_data flag of a Doc that got the flat fallback tree: why (parsing.parser's TOO_LONG or NO_PARSE)
 FALLBACK_KEY = "forest_parser_fallback"
 
-DEFAULT_CONFIG = {**DEFAULT_SETTINGS, "scorer": {"@scorers": "spacy_structpref.parseval_scorer.v1"}}
+PCFG_ARCH, SPAN_CRF_ARCH = "spacy_structpref.PCFG.v1", "spacy_structpref.SpanCRF.v1"
+# the Thinc model name each architecture builds
+ARCHITECTURES = {"pcfg": PCFG_ARCH, "span_crf": SPAN_CRF_ARCH}
+
+DEFAULT_CONFIG = {"model": {"@architectures": PCFG_ARCH}, **{key: DEFAULT_SETTINGS[key] for key in SHARED_SETTINGS},
+                  "scorer": {"@scorers": "spacy_structpref.parseval_scorer.v1"}}
 
 
-class ForestParser(StructPrefPipe):
-    """Settings (see ``DEFAULT_CONFIG``): grammar annotation
-    (``horizontal_markov`` (-1 = none), ``vertical_markov`` (1 = no parent
-    annotation), ``tag_parent``, ``split_unary_tags``, ``split_in``,
-    ``split_percent``), lexicon (``rare_threshold``: words seen at most this
-    often train the unknown-word signatures; ``smooth``; ``base_signatures``:
-    signature model over treebank tags rather than annotated tag states), search (``beam``,
-    ``threshold`` posterior pruning, ``merit_threshold`` Viterbi-merit
-    pruning, ``max_expansions``, ``k``; ``max_length``: a Doc of more
-    tokens gets the flat fallback tree at once, flagged and counted as a
-    fallback, since CKY time grows with the cube of the length: about 5 s
-    and 0.4 GB at 100 tokens with a PTB grammar, a minute and 0.9 GB at
-    200; ``null``: no bound), upstream tags (``tag_mode``
-    ``ignore``/``hard``/``soft`` with ``tag_bonus``), and output
-    (``set_tags`` overwrites ``token.tag_`` with the parse's tags;
-    ``store_forest``; ``spans_key``: the span group that holds the gold
-    trees for ``initialize`` and scoring, and the predicted tree).
+class ForestParser(StructPrefPipe, TrainablePipe):
+    """Settings (see ``DEFAULT_CONFIG``), whatever the model: ``k``, the
+    k-best list's length; ``threshold``, forest hyperedges whose posterior
+    is below it are pruned; ``max_length``: a Doc of more tokens gets the
+    flat fallback tree at once, flagged and counted as a fallback, since
+    chart time grows with the cube of the length (the PCFG: about 5 s and
+    0.4 GB at 100 tokens with a PTB grammar, a minute and 0.9 GB at 200;
+    null: no bound); ``set_tags`` overwrites ``token.tag_`` with the parse's
+    tags; ``store_forest``; ``spans_key``: the span group that holds the gold
+    trees for ``initialize`` and scoring, and the predicted tree. The
+    model's settings are in its own block (``parsing.settings.PCFG``,
+    ``models.span_crf.SpanCRF``); ``cfg["model"]`` names its architecture,
+    and a save loads only into a component of the same one.
 
-    Streams go through spaCy's ``Pipe.pipe``: one Doc at a time (the parser
-    has nothing to batch), a Doc that raises going to the error handler."""
+    Streams go through spaCy's ``Pipe.pipe`` for the PCFG (one Doc at a time:
+    the chart parser has nothing to batch, and a Doc that raises goes alone
+    to the error handler) and ``TrainablePipe.pipe`` for the span CRF (a
+    batch in one forward pass; a batch that raises goes to the handler)."""
 
     factory = "forest_parser"
 
-    def __init__(self, vocab, name: str = "forest_parser", *, scorer: Optional[Callable] = None, **cfg):
+    def __init__(self, vocab, model: Model, name: str = "forest_parser", *, scorer: Optional[Callable] = None,
+                 **cfg):
+        if not isinstance(model, Model) or model.name not in ARCHITECTURES:
+            raise StructPrefError(f"{name}: the model must be built by {PCFG_ARCH} or {SPAN_CRF_ARCH}, got "
+                                  f"{getattr(model, 'name', type(model).__name__)!r}")
         self.vocab = vocab
         self.name = name
-        self.cfg = parser_settings(cfg)
+        self.model = model
+        self.cfg = {"model": ARCHITECTURES[model.name], **shared_settings(cfg)}
         self.scorer = scorer
-        self.grammar = None
         self._parser = None
         self.register_extensions()
 
+    @property
+    def is_pcfg(self) -> bool:
+        return self.model.name == "pcfg"
+
     def _check_cfg(self, c: dict) -> None:
-        """Every setting checked when the pipeline is built or loaded, not at the first parse."""
-        check_parser_settings(c)
+        """Every setting checked when the pipeline is built or loaded, not at
+        the first parse; a save of the other model is refused."""
+        if c["model"] != self.cfg["model"]:
+            raise SavedModelError(f"{self.name}: the save holds a {c['model']} forest_parser, this one runs "
+                                  f"{self.cfg['model']}: configure [components.{self.name}.model] with "
+                                  f"@architectures = \"{c['model']}\" to load it")
+        shared_settings({key: c[key] for key in SHARED_SETTINGS})
+
+    def pcfg_settings(self) -> dict:
+        """The PCFG's settings with the component's, flat, as
+        :func:`~spacy_structpref.parsing.settings.parser_settings` takes
+        them (e.g. to parse jackknifed rerank lists with the same grammar
+        and search); an error for a span-CRF model."""
+        if not self.is_pcfg:
+            raise StructPrefError(f"{self.name} runs a {self.cfg['model']} model: only a PCFG's settings "
+                                  "rebuild its parser on other folds (give the reranker lists parsed "
+                                  "by this pipeline instead)")
+        return {**self.model.attrs["settings"], **{key: self.cfg[key] for key in SHARED_SETTINGS}}
+
+    @property
+    def grammar(self):
+        """The PCFG's grammar (None before ``initialize``, and for a span CRF)."""
+        return self.model.attrs["grammar"] if self.is_pcfg else None
 
     # ------------------------------------------------------------- training
     def initialize(self, get_examples: Callable[[], Iterable[Example]], *, nlp: Optional[Language] = None):
-        """Estimate the grammar from the reference trees of the examples."""
+        """Estimate the grammar, or read the span CRF's labels and tags and
+        initialize its network, from the reference trees of the examples."""
         self.initialize_from_trees(self.training_trees((eg.reference for eg in get_examples()), top=True))
 
     def initialize_from_trees(self, trees, skip_bad_trees: bool = False) -> "ForestParser":
-        """Estimate the grammar from nltk trees (outer bracket ``TOP``) with
-        this component's annotation and lexicon settings; ``skip_bad_trees``:
-        leave out trees that are not treebank trees (a word under a phrase),
-        counted in ``self.grammar.skipped_trees``, rather than fail."""
-        self.grammar = grammar_from_trees(trees, self.cfg, skip_bad_trees)
-        self._parser = None
+        """Initialize from nltk trees (outer bracket ``TOP``). For the PCFG:
+        estimate the grammar with the model's annotation and lexicon
+        settings; ``skip_bad_trees``: leave out trees that are not treebank
+        trees (a word under a phrase), counted in ``self.grammar.skipped_trees``,
+        rather than fail. For the span CRF: its labels and tags are those of
+        the trees, its network initialized on them."""
+        if self.is_pcfg:
+            self.model.attrs["grammar"] = grammar_from_trees(trees, self.pcfg_settings(), skip_bad_trees)
+            self._parser = None
+            return self
+        from ..parsing.span_parser import SpanParser
+
+        self._parser = SpanParser.from_trees(trees, self.model, vocab=self.vocab, **self._span_settings())
         return self
+
+    def _span_settings(self) -> dict:
+        return {"threshold": self.cfg["threshold"], "max_length": self.cfg["max_length"]}
 
     def update(self, examples: Iterable[Example], *, drop: float = 0.0, sgd=None,
                losses: Optional[Dict[str, float]] = None) -> Dict[str, float]:
-        """Nothing to learn by gradient: the grammar is estimated in ``initialize``."""
+        """The span CRF: one gradient step on the reference trees of the
+        examples, loss ``Σ -log p(gold tree) + tag cross-entropy``, the
+        gradients applied by ``sgd`` (or by :meth:`finish_update` when
+        ``sgd`` is None, as in spaCy's training loop); the dropout is the
+        model's own (its ``dropout`` setting), on the features, the LSTM and
+        the label MLP. The PCFG has nothing to learn by gradient: its grammar
+        is estimated in ``initialize``."""
         losses = {} if losses is None else losses
         losses.setdefault(self.name, 0.0)
+        validate_examples(examples, f"{type(self).__name__}.update")
+        if self.is_pcfg:
+            return losses
+        trees = self.gold_trees((eg.reference for eg in examples), top=True)
+        if trees:
+            losses[self.name] += self.parser.update(trees, sgd=sgd or None)
         return losses
 
     # ------------------------------------------------------------- parsing
+    def pipe(self, stream: Iterable, *, batch_size: int = 128):
+        base = Pipe if self.is_pcfg else TrainablePipe
+        yield from base.pipe(self, stream, batch_size=batch_size)
+
     @property
     def parser(self):
-        if self.grammar is None:
-            raise StructPrefError(f"{self.name} has no grammar: call nlp.initialize() with treebank examples "
-                                  "or load a trained pipeline")
+        """The library parser: a :class:`~..parsing.parser.Parser` of the
+        grammar, or the :class:`~..parsing.span_parser.SpanParser`."""
         if self._parser is None:
-            self._parser = build_parser(self.grammar, self.cfg)
+            if not self.is_pcfg or self.grammar is None:
+                raise StructPrefError(f"{self.name} is not trained: call nlp.initialize() with treebank examples "
+                                      "or load a trained pipeline")
+            self._parser = build_parser(self.grammar, self.pcfg_settings())
         return self._parser
 
     def predict(self, docs):
         parser = self.parser
-        out = []
-        for doc in docs:
-            if len(doc) == 0:
-                out.append(None)
-                continue
-            tags = [t.tag_ for t in doc] if self.cfg["tag_mode"] != "ignore" else None
-            out.append(parser.parse([t.text for t in doc], tags, k=self.cfg["k"],
-                                    with_forest=self.cfg["store_forest"]))
+        k, with_forest = self.cfg["k"], self.cfg["store_forest"]
+        todo = [b for b, doc in enumerate(docs) if len(doc)]
+        out = [None] * len(docs)
+        if self.is_pcfg:
+            tag_mode = self.model.attrs["settings"]["tag_mode"]
+            for b in todo:
+                tags = [t.tag_ for t in docs[b]] if tag_mode != "ignore" else None
+                out[b] = parser.parse([t.text for t in docs[b]], tags, k=k, with_forest=with_forest)
+        else:
+            found = parser.parse_many([[t.text for t in docs[b]] for b in todo], k=k, with_forest=with_forest)
+            for b, res in zip(todo, found):
+                out[b] = res
         return out
 
     def set_annotations(self, docs, results) -> None:
@@ -114,7 +196,7 @@ class ForestParser(StructPrefPipe):
                 doc._.forest = None
                 continue
             set_tree(doc, res.tree, set_tags=self.cfg["set_tags"], spans_key=key)
-            doc._.nbest = [[lp, text] for lp, text in res.nbest]
+            doc._.nbest = [[float(lp), text] for lp, text in res.nbest]
             doc._.forest = res.forest.to_dict() if res.forest is not None else None
             if res.fallback:
                 doc.user_data[FALLBACK_KEY] = res.fallback_reason
@@ -138,13 +220,64 @@ class ForestParser(StructPrefPipe):
 
     # ------------------------------------------------------- serialisation
     def _parts(self) -> Dict[str, Part]:
-        """``cfg`` (merged into the settings, checked) and ``grammar``."""
-        from ..parsing.grammar import Grammar
+        """``cfg`` (merged into the settings, checked: the saved model must
+        be this one's) and, for the PCFG, ``grammar``; for the span CRF,
+        ``model`` (the network's bytes), ``labels`` and ``tags``."""
+        if self.is_pcfg:
+            from ..parsing.grammar import Grammar
 
+            return {"cfg": self._cfg_part(),
+                    "grammar": Part(lambda: self.grammar.to_dict() if self.grammar is not None else None,
+                                    lambda saved: Grammar.from_dict(saved) if saved is not None else None)}
+        from ..parsing.span_trees import SpanLabels
+
+        trained = self._parser
         return {"cfg": self._cfg_part(),
-                "grammar": Part(lambda: self.grammar.to_dict() if self.grammar is not None else None,
-                                lambda saved: Grammar.from_dict(saved) if saved is not None else None)}
+                "model": Part(lambda: trained.model.to_bytes() if trained is not None else None, _saved_bytes),
+                "labels": Part(lambda: trained.labels.to_dict() if trained is not None else None,
+                               lambda saved: SpanLabels.from_dict(saved) if saved is not None else None),
+                "tags": Part(lambda: list(trained.tags) if trained is not None else None,
+                             lambda saved: tuple(saved) if saved is not None else None)}
 
     def _adopt(self, staged: dict) -> None:
-        self.cfg, self.grammar = staged.get("cfg", self.cfg), staged.get("grammar", self.grammar)
-        self._parser = None
+        cfg = staged.get("cfg", self.cfg)
+        if self.is_pcfg:
+            grammar = staged.get("grammar", self.grammar)
+            self.cfg = cfg
+            self.model.attrs["grammar"] = grammar
+            self._parser = None
+            return
+        parser = self._staged_span_parser(staged, cfg)
+        self.cfg = cfg
+        if parser is not None:
+            self.model, self._parser = parser.model, parser
+        elif self._parser is not None:
+            self._parser.threshold, self._parser.max_length = cfg["threshold"], cfg["max_length"]
+
+    def _staged_span_parser(self, staged: dict, cfg: dict):
+        """The span parser of the staged parts (None when the save holds no
+        trained model), its network loaded into a copy of this component's
+        model so that a refused load changes nothing."""
+        from ..parsing.span_parser import SpanParser
+
+        parts = [staged.get(name) for name in ("model", "labels", "tags")]
+        if all(part is None for part in parts):
+            return None
+        current = self._parser
+        if any(part is None for part in parts) and current is None:
+            raise SavedModelError(f"{self.name}: the save lacks the span CRF's model, labels or tags")
+        data = parts[0] if parts[0] is not None else current.model.to_bytes()
+        labels = parts[1] if parts[1] is not None else current.labels
+        tags = parts[2] if parts[2] is not None else current.tags
+        model = self.model.copy()
+        for dim, value in (("nO", len(labels)), ("nT", len(tags))):
+            model.set_dim(dim, value, force=True)
+        model.from_bytes(data)
+        return SpanParser(model, labels, tags, vocab=self.vocab, threshold=cfg["threshold"],
+                          max_length=cfg["max_length"])
+
+
+def _saved_bytes(saved):
+    if saved is not None and not isinstance(saved, bytes):
+        raise SavedModelError(f"the saved span CRF model must be bytes, got {type(saved).__name__}")
+    return saved

@@ -82,17 +82,17 @@ class ParseReranker(LearnerPipe):
         check_spans_key(self.name, c["spans_key"])
 
     # --------------------------------------------------------- the pipeline
-    def check_pipeline(self, nlp: Language) -> dict:
-        """The settings of the ``forest_parser`` whose lists this component
-        reranks: the nearest one before it in ``nlp``; a clear error when
-        there is none, or when its k is smaller than this component's."""
+    def check_pipeline(self, nlp: Language):
+        """The ``forest_parser`` whose lists this component reranks: the
+        nearest one before it in ``nlp``; a clear error when there is none,
+        or when its k is smaller than this component's."""
         parser_name = preceding_pipe(nlp, self.name, "forest_parser", "reranks the k-best lists")
         parser = nlp.get_pipe(parser_name)
         if parser.cfg["k"] < self.cfg["k"]:
             raise StructPrefError(f"{parser_name} keeps {parser.cfg['k']}-best lists, but {self.name} reranks "
                                   f"{self.cfg['k']} candidates: set the forest_parser's k to at least "
                                   f"{self.cfg['k']}, or the reranker's k to at most {parser.cfg['k']}")
-        return dict(parser.cfg)
+        return parser
 
     # ------------------------------------------------------------- training
     def initialize(self, get_examples: Callable[[], Iterable[Example]], *, nlp: Optional[Language] = None,
@@ -105,14 +105,14 @@ class ParseReranker(LearnerPipe):
         validate_get_examples(get_examples, f"{type(self).__name__}.initialize")
         if nlp is None:
             raise StructPrefError(f"{self.name}.initialize needs the pipeline (nlp=...) to find its forest_parser")
-        parser_cfg = self.check_pipeline(nlp)
+        parser = self.check_pipeline(nlp)
         path = ensure_path(lists) if lists else None
         if path is not None and path.exists():
             items = load_items(path, learner_symbols(self.learner))
         else:
             # TOP-rooted, as the parser's candidates are
             trees = self.training_trees((eg.reference for eg in get_examples()), top=True)
-            items = jackknife_lists(trees, settings=parser_cfg, n_folds=self.cfg["n_folds"], k=self.cfg["k"],
+            items = jackknife_lists(trees, settings=parser.pcfg_settings(), n_folds=self.cfg["n_folds"], k=self.cfg["k"],
                                     with_forest=takes_forest(self.learner), n_jobs=self.cfg["n_jobs"],
                                     progress=True, symbols=learner_symbols(self.learner))
             if path is not None:

@@ -12,7 +12,8 @@ _MODULES = {
     "word_signature": "grammar",
     "KBest": "parser", "ParseResult": "parser", "Parser": "parser", "kbest": "parser", "prune_by_merit": "parser",
     "DEFAULT_SETTINGS": "settings", "build_parser": "settings", "check_parser_settings": "settings",
-    "grammar_from_trees": "settings", "parser_settings": "settings",
+    "grammar_from_trees": "settings", "parser_settings": "settings", "PCFG": "settings",
+    "SHARED_SETTINGS": "settings", "shared_settings": "settings",
 }
 __all__ = sorted(_MODULES)
 

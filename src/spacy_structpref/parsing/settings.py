@@ -4,9 +4,19 @@ they describe: an unlexicalised PCFG read off treebank trees with Klein &
 Manning's (2003) annotation, parsed with posterior and Viterbi-merit
 pruning and lazy k-best extraction (Huang & Chiang 2005).
 
-Only :mod:`spacy_structpref.errors` loads with this module, so that a
-spaCy factory can take its defaults without loading the parser."""
+The ``forest_parser`` component splits these settings: those of its output
+and forest search, shared with any model it runs (:data:`SHARED_SETTINGS`),
+are its own; the rest, the grammar's and the PCFG search's, are those of its
+model, ``spacy_structpref.PCFG.v1`` (:func:`PCFG`), a parameter-free Thinc
+model holding them and, once estimated, the grammar.
+
+Only spaCy's registry, Thinc's ``Model`` and :mod:`spacy_structpref.errors`
+load with this module, so that a spaCy factory can take its defaults without
+loading the parser."""
 from typing import Optional, Sequence
+
+from spacy.util import registry
+from thinc.api import Model
 
 from ..errors import StructPrefError
 
@@ -32,6 +42,10 @@ DEFAULT_SETTINGS = {
     "store_forest": True,
     "spans_key": "constituents",  # trees.doc.SPANS_KEY, which would load compiled code if imported here
 }
+
+
+# the settings of forest_parser whatever its model: output, k-best, forest pruning, the length bound
+SHARED_SETTINGS = ("threshold", "max_length", "k", "set_tags", "store_forest", "spans_key")
 
 
 def parser_settings(settings: Optional[dict] = None) -> dict:
@@ -86,3 +100,44 @@ def build_parser(grammar, cfg: dict):
                   max_expansions=cfg["max_expansions"], tag_mode=cfg["tag_mode"], tag_bonus=cfg["tag_bonus"],
                   max_length=cfg["max_length"])
 
+
+
+def shared_settings(settings: dict) -> dict:
+    """The :data:`SHARED_SETTINGS` of ``settings`` (each given), checked
+    as :func:`check_parser_settings` checks them; any other key is an error."""
+    unknown = set(settings) - set(SHARED_SETTINGS)
+    if unknown:
+        raise StructPrefError(f"unknown forest_parser setting(s): {', '.join(sorted(unknown))} (the grammar's "
+                              "and the PCFG search's settings belong in [components.forest_parser.model])")
+    missing = set(SHARED_SETTINGS) - set(settings)
+    if missing:
+        raise StructPrefError(f"missing forest_parser setting(s): {', '.join(sorted(missing))}")
+    check_parser_settings({**DEFAULT_SETTINGS, **settings})
+    return {key: settings[key] for key in SHARED_SETTINGS}
+
+
+@registry.architectures("spacy_structpref.PCFG.v1")
+def PCFG(horizontal_markov: int = 2, vertical_markov: int = 2, tag_parent: bool = True,
+         split_unary_tags: bool = True, split_in: bool = True, split_percent: bool = True,
+         rare_threshold: int = 2, smooth: float = 1.0, base_signatures: bool = True, beam: float = 1e-4,
+         merit_threshold: float = 1e-6, max_expansions: int = 2000, tag_mode: str = "ignore",
+         tag_bonus: float = 10.0) -> Model:
+    """The unlexicalised PCFG as a parameter-free Thinc model: its
+    ``attrs["settings"]`` are the grammar's annotation (Klein & Manning
+    2003) and lexicon settings and the PCFG search's (see
+    :data:`DEFAULT_SETTINGS`), checked; ``attrs["grammar"]`` is the grammar
+    estimated from treebank trees (None until then). It has nothing to
+    learn by gradient: the ``forest_parser`` runs it through
+    :class:`~.parser.Parser` (:func:`build_parser`)."""
+    settings = {"horizontal_markov": horizontal_markov, "vertical_markov": vertical_markov,
+                "tag_parent": tag_parent, "split_unary_tags": split_unary_tags, "split_in": split_in,
+                "split_percent": split_percent, "rare_threshold": rare_threshold, "smooth": smooth,
+                "base_signatures": base_signatures, "beam": beam, "merit_threshold": merit_threshold,
+                "max_expansions": max_expansions, "tag_mode": tag_mode, "tag_bonus": tag_bonus}
+    parser_settings(settings)
+    return Model("pcfg", _pcfg_forward, attrs={"settings": settings, "grammar": None})
+
+
+def _pcfg_forward(model: Model, X, is_train: bool):
+    raise StructPrefError("the PCFG model is run by its chart parser (parsing.settings.build_parser), "
+                          "not called as a layer")

@@ -36,6 +36,7 @@ from ..errors import SavedModelError, StructPrefError
 from ..models.span_crf import SpanCRF, SpanCRFScores, span_index, tag_logits
 from ..saving import load_errors
 from ..trees.brackets import to_bracketed
+from ..trees.arrays import SymbolTable
 from . import span_chart
 from .parser import TOO_LONG, KBest, ParseResult, check_count
 from .span_trees import SpanLabels, spans_to_tree, tree_to_spans
@@ -123,7 +124,8 @@ class SpanParser:
     ``labels``: the span label vocabulary (``nO`` of the model), ``tags``: the
     tag set of the tagging head (``nT``); ``vocab``: the spaCy vocabulary the
     words' lexical features come from (default: a blank English one, named by
-    ``lang`` when saved); ``threshold``: forest hyperedges whose posterior is
+    ``lang`` when saved); ``symbols``: the table its forests' labels are
+    interned in; ``threshold``: forest hyperedges whose posterior is
     below it are pruned; ``max_length``: longer sentences get the flat
     fallback tree (the chart's time grows with the cube of the length, its
     memory with the square; None: no bound); ``batch_size``: sentences per
@@ -152,6 +154,8 @@ class SpanParser:
         self.vocab = vocab if vocab is not None else spacy.blank("en").vocab
         self.threshold, self.max_length, self.batch_size = threshold, max_length, batch_size
         self._tag_index = {t: i for i, t in enumerate(tags)}
+        # one table for all of this parser's forests, as the PCFG parser's, so that they can be compared
+        self.symbols = SymbolTable()
         self._set_dims()
 
     @classmethod
@@ -264,7 +268,7 @@ class SpanParser:
             tree = spans_to_tree(words, tags, [(i, j, labels[lab]) for i, j, lab in span_chart.viterbi(chart)[1]])
             found.append((self._log_prob(chart, tree, log_z), to_bracketed(tree), tree))
         if with_forest or k > 1 or self.decode == "tree":
-            forest = span_chart.span_forest(chart, self.labels, words, tags, self.threshold)
+            forest = span_chart.span_forest(chart, self.labels, words, tags, self.threshold, symbols=self.symbols)
             extractor = KBest(forest, words)
             more = []
             for _, text, rank in extractor.best(k):
