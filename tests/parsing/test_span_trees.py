@@ -3,7 +3,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from nltk.tree import Tree
-from strategies import trees
+from tests.helpers.strategies import trees
 
 from spacy_structpref.corpora import ptb_trees
 from spacy_structpref.errors import StructPrefError
