@@ -166,18 +166,6 @@ def _check_against_references(tree: Tree, inventory: CPInventory):
                    for r, t in zip(reduced, pset.trees()))
 
 
-@settings(max_examples=150, deadline=None)
-@given(trees(), trees(), trees())
-def test_random_trees_against_references(a, b, c):
-    inventory = CPInventory.from_trees([a, b, c])
-    for tree in (a, b, c):
-        _check_against_references(tree, inventory)
-
-
-def test_ptb_against_references(ptb_inventory_200):
-    inventory = ptb_inventory_200
-    for tree in ptb_trees("dev")[:15]:
-        _check_against_references(tree, inventory)
 
 
 @settings(max_examples=100, deadline=None)
@@ -203,18 +191,23 @@ def _check_dag_sets(tree: Tree, inventory: CPInventory):
             assert list(got) == cands
 
 
+# Each check on random trees (inventory from the same trees) and on PTB dev trees (inventory from train).
+CHECKS = [_check_against_references, _check_dag_sets]
+
+
+@pytest.mark.parametrize("check", CHECKS)
 @settings(max_examples=150, deadline=None)
-@given(trees(), trees(), trees())
-def test_dag_sets_on_random_trees(a, b, c):
+@given(a=trees(), b=trees(), c=trees())
+def test_random_trees(check, a, b, c):
     inventory = CPInventory.from_trees([a, b, c])
     for tree in (a, b, c):
-        _check_dag_sets(tree, inventory)
+        check(tree, inventory)
 
 
-def test_dag_sets_on_ptb(ptb_inventory_200):
-    inventory = ptb_inventory_200
+@pytest.mark.parametrize("check", CHECKS)
+def test_ptb_dev_trees(check, ptb_inventory_200):
     for tree in ptb_trees("dev")[:15]:
-        _check_dag_sets(tree, inventory)
+        check(tree, ptb_inventory_200)
 
 
 def test_candidate_dag_needs_no_gold():
