@@ -38,6 +38,18 @@ class ParseResult:
     fallback_reason: str = ""  # TOO_LONG or NO_PARSE when ``fallback``
 
 
+def flat_tree(words: Sequence[str], tags: Sequence[str]) -> Tree:
+    """``(TOP (S (tag word) ...))``: the tree a parser gives a sentence it does not parse."""
+    return Tree("TOP", [Tree("S", [Tree(t, [w]) for w, t in zip(words, tags)])])
+
+
+def fallback_result(words: List[str], tags: Sequence[str], reason: str) -> ParseResult:
+    """The :func:`flat_tree` as a parse: log-probability ``-inf``, no forest,
+    itself the one-tree k-best list, flagged with ``reason`` (TOO_LONG or NO_PARSE)."""
+    tree = flat_tree(words, tags)
+    return ParseResult(words, tree, float("-inf"), None, [(float("-inf"), to_bracketed(tree))], True, reason)
+
+
 def check_settings(beam: float = 1e-4, threshold: float = 1e-5, merit_threshold: float = 0.0,
                    max_expansions: int = 2000, tag_mode: str = "ignore", tag_bonus: float = 10.0,
                    max_length: Optional[int] = None) -> None:
@@ -157,18 +169,21 @@ class Parser:
         return ParseResult(words, tree, found[0][0], forest if with_forest else None, nbest, False)
 
     def _fallback(self, words: List[str], tags: Optional[Sequence[str]], reason: str) -> ParseResult:
-        tree = self.fallback_tree(words, tags)
-        return ParseResult(words, tree, float("-inf"), None, [(float("-inf"), to_bracketed(tree))], True, reason)
+        return fallback_result(words, self.fallback_tags(words, tags), reason)
 
     def fallback_tree(self, words: Sequence[str], tags: Sequence[str] = None) -> Tree:
         """A flat ``(TOP (S tags...))`` tree with each word's best tag (one
         word at a time: no chart, no sentence-sized score matrix)."""
-        kids = []
+        return flat_tree(words, self.fallback_tags(words, tags))
+
+    def fallback_tags(self, words: Sequence[str], tags: Sequence[str] = None) -> List[str]:
+        """Each word's best tag alone."""
+        best_tags = []
         for i, w in enumerate(words):
             ids, probs = self._lexical_row(i, w, tags[i] if tags is not None else None)
             best = int(np.argmax(probs)) if len(probs) and probs.max() > 0 else -1
-            kids.append(Tree(self.labels[ids[best]] if best >= 0 else "NN", [w]))
-        return Tree("TOP", [Tree("S", kids)])
+            best_tags.append(self.labels[ids[best]] if best >= 0 else "NN")
+        return best_tags
 
     def _forest(self, _chart, words, lex, beam) -> Optional[Forest]:
         g = self.grammar

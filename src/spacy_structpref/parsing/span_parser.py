@@ -38,7 +38,7 @@ from ..saving import load_errors
 from ..trees.brackets import to_bracketed
 from ..trees.arrays import SymbolTable
 from . import span_chart
-from .parser import TOO_LONG, KBest, ParseResult, check_count
+from .parser import TOO_LONG, KBest, ParseResult, check_count, fallback_result
 from .span_trees import SpanLabels, spans_to_tree, tree_to_spans
 
 
@@ -284,10 +284,8 @@ class SpanParser:
         return tree_log_prob(chart, spans, log_z)
 
     def _fallback(self, doc: Doc, logits) -> ParseResult:
-        words = [t.text for t in doc]
-        kids = [Tree(self.tags[t], [w]) for w, t in zip(words, logits.argmax(axis=1).tolist())]
-        tree = Tree("TOP", [Tree("S", kids)])
-        return ParseResult(words, tree, float("-inf"), None, [(float("-inf"), to_bracketed(tree))], True, TOO_LONG)
+        return fallback_result([t.text for t in doc], [self.tags[t] for t in logits.argmax(axis=1).tolist()],
+                               TOO_LONG)
 
     # ------------------------------------------------------------ serialising
     def to_bytes(self) -> bytes:
