@@ -16,8 +16,8 @@ EVALB-exact scorer, keeping the best-dev model. Training stops at
 (updates and dev parses together); ``--span-model PATH`` loads a trained
 parser's bytes (``SpanParser.to_bytes``, as ``--output`` writes them) instead.
 The model then parses the test split with forests and ``--k``-best lists
-(timed); its F1 is that of the most probable tree in the forest (the
-parser's default decoding), every sentence scored (sentences EVALB rejects,
+(timed); its F1 is that of the 1-best (CKY) tree, the most probable
+treebank tree under the CRF, every sentence scored (sentences EVALB rejects,
 a predicted punctuation tag on a word that is not punctuation in gold or the
 reverse, counted as EVALB counts them and reported).
 
@@ -188,11 +188,6 @@ def bench_pcfg(args):
     return summary("PCFG", best, oracle_result, args.k, train_cpu, cpu)
 
 
-def cky(parser):
-    """The parser with CKY (best derivation) decoding: no forest for 1-best."""
-    return SpanParser(parser.model, parser.labels, parser.tags, vocab=parser.vocab, decode="derivation")
-
-
 def score(parser, gold, k=1, with_forest=False):
     """(EVALB result, parse results, CPU-seconds of parsing)."""
     c0 = time.process_time()
@@ -234,7 +229,7 @@ def train_parser(parser, train, dev, args):
             step += 1
             opt.learn_rate = peak * min(1.0, step / args.warmup)
             loss += parser.update(train[b:b + args.batch_size], opt)
-        result, _, _ = score(cky(parser), dev)
+        result, _, _ = score(parser, dev)
         took = time.process_time() - c0
         spent += took
         f1 = result.short.f1
@@ -259,7 +254,7 @@ def train_parser(parser, train, dev, args):
 
 
 def test_parser(parser, test, args, spent, train_wall):
-    one, _, one_cpu = score(cky(parser), test)
+    one, _, one_cpu = score(parser, test)
     print(f"test CKY 1-best alone: F1 <= 40 {one.short.f1:.2f}, all {one.all.f1:.2f} ({one_cpu:.1f} s CPU)",
           flush=True)
     full, results, full_cpu = score(parser, test, k=args.k, with_forest=True)

@@ -4,7 +4,10 @@ Table 3; Collins & Duffy 2002), end to end.
 1. k-best lists (and pruned forests): the train split jackknifed
    (``--folds`` folds, each parsed by the grammar of the others), dev and
    test by the grammar of the whole train split; cached under ``--cache``
-   (reruns read them).
+   (reruns read them). With ``--parser-model`` (a trained pipeline, e.g. the
+   span CRF's) dev and test are parsed by its ``forest_parser`` and fold F of
+   the train split by ``--fold-models``/fold_F/model-best, trained without
+   fold F (``fold-corpora`` cuts the folds, ``spacy train`` trains them).
 2. The scorers, each trained on the jackknifed train lists: the kernel voted
    perceptron (VP) with the subset-tree kernel, pairwise and setwise; with
    the composite kernel ``K_λ + b·log p·log p'`` (eq. 17), λ and b tuned on
@@ -39,8 +42,8 @@ from spacy_structpref.kernels import TreeBatch, dag_kernel_block, gram
 from spacy_structpref.learners import (CompositeKernel, ForestKernel, KernelPerceptron, RecursiveNetLearner, Schedule,
                                        TreeKernel, fit)
 from spacy_structpref.experiments.reranking_tables import evaluate_row, one_best_row, oracle_row, print_rows
-from spacy_structpref.reranking import (FORMAT_VERSION, jackknife_lists, load_items, parse_lists, parser_from_trees,
-                                        save_items)
+from spacy_structpref.reranking import (FORMAT_VERSION, fold_lists, jackknife_lists, load_items, parse_lists,
+                                        parser_from_trees, save_items)
 from spacy_structpref.reranking.scorers import candidate_set, first_k, rerank, training_sets
 from spacy_structpref.trees import SymbolTable
 
@@ -53,14 +56,22 @@ def load() -> str:
         return " ".join(f.read().split()[:3])
 
 
+def pipeline_parser(path: Path):
+    """The parser of a trained pipeline's ``forest_parser``."""
+    import spacy
+
+    return spacy.load(path).get_pipe("forest_parser").parser
+
+
 def cached_lists(cache: Path, k: int, n_folds: int, n_jobs: int, limit=None, forests: bool = False,
-                 symbols: SymbolTable = None):
+                 symbols: SymbolTable = None, parser_model: Path = None, fold_models: Path = None):
     """``{split: items}``: train jackknifed, dev and test parsed by the train
-    grammar. Read from ``cache`` (``{split}.msgpack`` with forests,
-    ``{split}.trees.msgpack`` without: quick to read) when ``meta.json``
-    there has these settings, else parsed and saved there. Forests are
-    read into ``symbols``."""
-    meta = {"k": k, "n_folds": n_folds, "limit": limit}
+    grammar (or by the pipelines ``parser_model`` and
+    ``fold_models/fold_F/model-best``). Read from ``cache``
+    (``{split}.msgpack`` with forests, ``{split}.trees.msgpack`` without:
+    quick to read) when ``meta.json`` there has these settings, else parsed
+    and saved there. Forests are read into ``symbols``."""
+    meta = {"k": k, "n_folds": n_folds, "limit": limit, "parser": str(parser_model) if parser_model else "pcfg"}
     stored = srsly.read_json(cache / "meta.json") if (cache / "meta.json").exists() else {}
     fresh = {key: stored.get(key) for key in meta} != meta
     rescored = stored.get("format") != FORMAT_VERSION  # lists of an older format: scores recomputed on load
@@ -80,9 +91,15 @@ def cached_lists(cache: Path, k: int, n_folds: int, n_jobs: int, limit=None, for
                 _save_light(light, items)
             out[split] = items
             continue
-        if split == "train":
+        if split == "train" and parser_model:
+            parsers = [pipeline_parser(fold_models / f"fold_{f}" / "model-best") for f in range(n_folds)]
+            items = fold_lists(train_trees, parsers, k=k, with_forest=True, symbols=symbols)
+        elif split == "train":
             items = jackknife_lists(train_trees, n_folds=n_folds, k=k, with_forest=True, n_jobs=n_jobs,
                                     symbols=symbols)
+        elif parser_model:
+            items = parse_lists(ptb_trees(split)[:limit], pipeline_parser(parser_model), k=k, with_forest=True,
+                                progress=True, symbols=symbols)
         else:
             parser = parser or parser_from_trees(train_trees)
             items = parse_lists(ptb_trees(split)[:limit], parser, k=k, with_forest=True, n_jobs=n_jobs,
@@ -194,7 +211,7 @@ def forest_rows(args, lam, b, timings):
     ``--forest-k``, and choose α on the first 100 dev lists."""
     symbols = SymbolTable()
     lists = cached_lists(args.cache, args.k, args.folds, args.n_jobs, args.max_steps or None, forests=True,
-                         symbols=symbols)
+                         symbols=symbols, parser_model=args.parser_model, fold_models=args.fold_models)
     n, k = args.forest_sentences, args.forest_k
     train, dev, test = first_k(lists["train"][:n], k), first_k(lists["dev"][:100], k), first_k(lists["test"], k)
     tag = f"{len(train)}s k{k}"
@@ -231,18 +248,25 @@ def main():
     ap.add_argument("--forest-k", type=int, default=8)
     ap.add_argument("--max-steps", type=int, default=0, help="> 0: a smoke run on that many sentences per split")
     ap.add_argument("--lists-only", action="store_true", help="build the cached lists and stop")
+    ap.add_argument("--parser-model", type=Path, default=None,
+                    help="a trained pipeline whose forest_parser parses dev and test (default: the PCFG)")
+    ap.add_argument("--fold-models", type=Path, default=None,
+                    help="with --parser-model: DIR/fold_F/model-best parses fold F of train (F < --folds)")
     ap.add_argument("--json", type=Path, default=None, help="write the table's rows here")
     args = ap.parse_args()
     if args.max_steps > 0:  # a smoke run: few folds, one epoch, no tuning
         args.folds, args.epochs, args.rnn_epochs = min(args.folds, args.max_steps), 1, 1
         args.forest_sentences = min(args.forest_sentences, args.max_steps)
-    lists = cached_lists(args.cache, args.k, args.folds, args.n_jobs, args.max_steps or None)
+    if (args.parser_model is None) != (args.fold_models is None):
+        ap.error("--parser-model and --fold-models go together")
+    lists = cached_lists(args.cache, args.k, args.folds, args.n_jobs, args.max_steps or None,
+                         parser_model=args.parser_model, fold_models=args.fold_models)
     if args.lists_only:
         return
     train, dev, test = (first_k(lists[s], args.k) for s in ("train", "dev", "test"))
     print(f"load {load()}; {len(train)} train, {len(dev)} dev, {len(test)} test lists, k = {args.k}", flush=True)
 
-    rows, timings = [one_best_row(test)], []
+    rows, timings = [one_best_row(test, f"{'span CRF' if args.parser_model else 'PCFG'} 1-best")], []
     best = None  # the setwise composite perceptron of the best dev F1 over the (λ, b) grid
     grid = GRID[:1] if args.max_steps else GRID
     if args.composite:

@@ -1,5 +1,6 @@
 """The span tree CRF chart (spacy_structpref.parsing.span_chart) against
-brute-force enumeration of every labelled binary tree."""
+brute-force enumeration of every canonical labelled binary tree (no right
+child of two or more words with the empty label 0)."""
 import itertools
 import subprocess
 import sys
@@ -13,7 +14,7 @@ from hypothesis import strategies as st
 from spacy_structpref.errors import StructPrefError
 from spacy_structpref.kernels import forest_kernel, gram
 from spacy_structpref.parsing.span_chart import kbest, log_partition, marginals, span_forest, viterbi
-from spacy_structpref.parsing.span_trees import SpanLabels, spans_to_tree
+from spacy_structpref.parsing.span_trees import SpanLabels, spans_to_tree, tree_to_spans
 from spacy_structpref.trees import SymbolTable, trees_to_arrays
 from spacy_structpref.trees.brackets import parse_bracketed
 
@@ -27,11 +28,19 @@ def bracketings(i, j):
             for k in range(i + 1, j) for left in bracketings(i, k) for right in bracketings(k, j)]
 
 
+def is_right_child(cell, cells):
+    """Whether ``cell`` is a right child in the bracketing ``cells``: some
+    longer cell ends where it ends (its parent does)."""
+    i, j = cell
+    return any(b == j and a < i for a, b in cells)
+
+
 def enumerate_trees(scores):
     """Every labelled binary tree, bracketing by bracketing: a list of
     ``(cells, table)`` where ``table[l_1, ..., l_m]`` is the score of the
     tree with the bracketing's cells labelled ``l_1 ... l_m`` (one axis per
-    cell), i.e. all ``L ** (2n - 1)`` labellings of each bracketing."""
+    cell), i.e. all ``L ** (2n - 1)`` labellings of each bracketing, ``-inf``
+    where a right child of two or more words has the empty label."""
     n, L = scores.shape[0], scores.shape[2]
     out = []
     for cells in bracketings(0, n):
@@ -40,16 +49,22 @@ def enumerate_trees(scores):
         for axis, (i, j) in enumerate(cells):
             shape = [1] * m
             shape[axis] = L
-            table = table + scores[i, j].reshape(shape)
+            row = scores[i, j].copy()
+            if j - i > 1 and is_right_child((i, j), cells):
+                row[0] = -np.inf
+            table = table + row.reshape(shape)
         out.append((cells, table))
     return out
 
 
 def tree_list(scores):
-    """Every labelled tree as ``(score, spans)``, spans ordered as the chart orders them."""
+    """Every canonical labelled tree as ``(score, spans)``, spans ordered as the chart orders them."""
     out = []
     for cells, table in enumerate_trees(scores):
         for labels in itertools.product(range(scores.shape[2]), repeat=len(cells)):
+            if table[labels] == -np.inf and not np.isneginf(scores[[i for i, _ in cells], [j for _, j in cells],
+                                                                   list(labels)]).any():
+                continue  # not canonical
             spans = sorted(((i, j, lab) for (i, j), lab in zip(cells, labels)), key=lambda s: (s[0], -s[1]))
             out.append((float(table[labels]), spans))
     return out
@@ -247,8 +262,12 @@ def test_kbest_with_ties_gives_the_same_multiset_of_scores():
 
 def test_kbest_on_five_words_and_every_tree():
     scores = random_scores(9, 5, 2)
-    got = check_kbest(scores, 14 * 2 ** 9 + 5)  # all 7168 trees, then nothing more
-    assert len(got) == 14 * 2 ** 9
+    count = len(tree_list(scores))
+    # per bracketing, 2 labels on each span but 1 on its right children of 2+ words
+    assert count == sum(np.prod([1 if j - i > 1 and is_right_child((i, j), cells) else 2 for i, j in cells])
+                        for cells in bracketings(0, 5))
+    got = check_kbest(scores, count + 5)  # every tree, then nothing more
+    assert len(got) == count
     log_z = log_partition(scores)
     assert np.exp([s - log_z for s, _ in got]).sum() == pytest.approx(1.0)
 
@@ -506,3 +525,20 @@ def test_the_viterbi_tree_survives_the_expansion_cap():
         forest = span_forest(scores, labels, words, tags, threshold=0.0, max_expansions=1)
         assert str(spans_to_tree(words, tags, [(i, j, labels.labels[lab]) for i, j, lab in best])) in \
             forest_trees(forest, words)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4])
+def test_canonical_binary_trees_are_the_treebank_trees_one_to_one(n):
+    # Every canonical labelled binary tree un-binarises to a treebank tree
+    # whose left-factored spans are that binary tree again, so no two of them
+    # are one treebank tree and k-best lists hold distinct trees.
+    scores, words, tags = forest_case(0, n)
+    names = FOREST_LABELS.labels
+    seen = set()
+    for _, spans in tree_list(scores):
+        tree = spans_to_tree(words, tags, [(i, j, names[lab]) for i, j, lab in spans])
+        back = sorted(((i, j, FOREST_LABELS.index(lab)) for i, j, lab in tree_to_spans(tree)[2]),
+                      key=lambda s: (s[0], -s[1]))
+        assert back == spans
+        seen.add(str(tree))
+    assert len(seen) == len(tree_list(scores))

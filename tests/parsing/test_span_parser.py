@@ -11,7 +11,7 @@ from spacy_structpref.corpora import ptb_trees
 from spacy_structpref.errors import SavedModelError, StructPrefError
 from spacy_structpref.models.span_crf import SpanCRF
 from spacy_structpref.parsing.parser import TOO_LONG
-from spacy_structpref.parsing.span_parser import SpanParser, crf_loss, tag_loss, tree_log_prob
+from spacy_structpref.parsing.span_parser import SpanParser, crf_loss, tag_loss
 from spacy_structpref.parsing.span_trees import SpanLabels, spans_to_tree, tree_to_spans
 from spacy_structpref.scoring.parseval import EvalbParams, evalb
 from spacy_structpref.trees.brackets import parse_bracketed, to_bracketed
@@ -32,6 +32,12 @@ def bracketings(i, j):
                 yield [(i, j)] + left + right
 
 
+def canonical(spans, labels):
+    """Whether no right child of two or more words has the empty label 0."""
+    return not any(lab == 0 and j - i > 1 and any(b == j and a < i for a, b in spans)
+                   for (i, j), lab in zip(spans, labels))
+
+
 def random_chart(n, L, seed):
     chart = np.random.default_rng(seed).normal(size=(n, n + 1, L))
     chart[:, :, 0] = 0.0
@@ -42,7 +48,7 @@ def random_chart(n, L, seed):
 def test_crf_loss_is_minus_log_probability_by_enumeration(n, L):
     chart = random_chart(n, L, seed=n)
     trees = [(spans, labels) for spans in bracketings(0, n)
-             for labels in itertools.product(range(L), repeat=len(spans))]
+             for labels in itertools.product(range(L), repeat=len(spans)) if canonical(spans, labels)]
     log_z = np.logaddexp.reduce([sum(chart[i, j, lab] for (i, j), lab in zip(spans, labels))
                                  for spans, labels in trees])
     spans, labels = trees[len(trees) // 3]
@@ -52,27 +58,25 @@ def test_crf_loss_is_minus_log_probability_by_enumeration(n, L):
 
 
 @pytest.mark.parametrize("n, seed", [(1, 0), (3, 1), (4, 2)])
-def test_tree_log_prob_sums_the_trees_binarisations_by_enumeration(n, seed):
-    """Every labelled binarised derivation, un-binarised: the derivations of
-    each treebank tree summed (empty-label scores random, not 0, to check the
-    general sum) equal exp(tree_log_prob), which sums to 1 over the trees."""
+def test_nbest_is_every_treebank_tree_once_with_its_crf_probability(n, seed):
+    """Every labelled binary derivation, un-binarised, gives the treebank
+    trees; the parser's k-best list over a random chart (empty-label scores
+    random, not 0) holds each of them exactly once, with log p = the score of
+    its left-factored spans - log Z, and their probabilities sum to 1."""
     names = ["", "A", "B"]
     chart = np.random.default_rng(seed).normal(size=(n, n + 1, len(names)))
     words, tags = [f"w{i}" for i in range(n)], ["T"] * n
-    by_tree = {}
-    for spans in bracketings(0, n):
-        for labels in itertools.product(range(len(names)), repeat=len(spans)):
-            score = sum(chart[i, j, lab] for (i, j), lab in zip(spans, labels))
-            text = to_bracketed(spans_to_tree(words, tags, [(i, j, names[lab]) for (i, j), lab in zip(spans, labels)]))
-            by_tree.setdefault(text, []).append(score)
-    log_z = np.logaddexp.reduce([x for scores in by_tree.values() for x in scores])
-    total = 0.0
-    for text, scores in by_tree.items():
-        spans = [(i, j, names.index(lab)) for i, j, lab in tree_to_spans(parse_bracketed(text))[2]]
-        log_p = tree_log_prob(chart, spans, log_z)
-        assert log_p == pytest.approx(np.logaddexp.reduce(scores) - log_z, abs=1e-9)
-        total += np.exp(log_p)
-    assert total == pytest.approx(1.0)
+    treebank = {to_bracketed(spans_to_tree(words, tags, [(i, j, names[lab]) for (i, j), lab in zip(spans, labels)]))
+                for spans in bracketings(0, n) for labels in itertools.product(range(len(names)), repeat=len(spans))}
+    scores = {text: sum(chart[i, j, names.index(lab)] for i, j, lab in tree_to_spans(parse_bracketed(text))[2])
+              for text in treebank}
+    log_z = np.logaddexp.reduce(list(scores.values()))
+    parser = SpanParser(SpanCRF(**SMALL), SpanLabels(names), tags=["T"])
+    result = parser._decode(words, tags, chart, k=len(treebank) + 3, with_forest=False)
+    assert sorted(text for _, text in result.nbest) == sorted(treebank)
+    for log_p, text in result.nbest:
+        assert log_p == pytest.approx(scores[text] - log_z, abs=1e-9)
+    assert np.exp([log_p for log_p, _ in result.nbest]).sum() == pytest.approx(1.0)
 
 
 def test_crf_loss_gradient_matches_finite_differences():
@@ -157,20 +161,17 @@ def test_kbest_lists_distinct_trees_best_first_with_log_probabilities(trained, s
     assert isinstance(result.forest, Forest) and not result.fallback
 
 
-def test_derivation_decoding_puts_the_cky_tree_first(trained, short_trees):
+def test_the_forest_holds_the_kbest_trees_the_threshold_keeps(trained, short_trees):
     parser, _ = trained
-    by_tree = SpanParser(parser.model, parser.labels, parser.tags, threshold=1e-9)
-    by_derivation = SpanParser(parser.model, parser.labels, parser.tags, threshold=1e-9, decode="derivation")
+    # A tree of probability p has every span, split and hyperedge at
+    # posterior >= p, so the pruned forest holds each listed tree with p >= threshold.
+    parser = SpanParser(parser.model, parser.labels, parser.tags, threshold=1e-3)
     for tree in short_trees[:5]:
-        a = by_tree.parse(tree.leaves(), k=4)
-        b = by_derivation.parse(tree.leaves(), k=4)
-        assert sorted(a.nbest, reverse=True) == a.nbest
-        assert b.nbest[1:] == sorted(b.nbest[1:], reverse=True)
-        assert {text for _, text in a.nbest} == {text for _, text in b.nbest} or len(a.nbest) == 4
-        assert b.log_prob <= a.log_prob + 1e-9
-        assert to_bracketed(b.tree) == b.nbest[0][1] and to_bracketed(a.tree) == a.nbest[0][1]
-        assert b.forest is not None and b.forest.n_edges == a.forest.n_edges
-    fast = by_derivation.parse(short_trees[0].leaves(), with_forest=False)
+        result = parser.parse(tree.leaves(), k=20)
+        in_forest = {to_bracketed(t) for _, t in result.forest.trees(tree.leaves())}
+        assert result.nbest[0][1] in in_forest
+        assert all(text in in_forest for log_p, text in result.nbest if log_p >= np.log(1e-3))
+    fast = parser.parse(short_trees[0].leaves(), with_forest=False)
     assert fast.forest is None and len(fast.nbest) == 1
 
 
@@ -208,7 +209,7 @@ def test_bad_input_is_refused(trained, short_trees):
         parser.update([parse_bracketed("(TOP (S (NP (XYZ a)) (VP (VBZ b))))")])
     with pytest.raises(StructPrefError, match="unknown span label"):
         parser.update([parse_bracketed("(TOP (S (QQ (DT a)) (VP (VBZ b))))")])
-    for settings in (dict(threshold=1.5), dict(max_length=0), dict(batch_size=0), dict(decode="cky")):
+    for settings in (dict(threshold=1.5), dict(max_length=0), dict(batch_size=0)):
         with pytest.raises(StructPrefError):
             SpanParser(parser.model, parser.labels, parser.tags, **settings)
     with pytest.raises(StructPrefError, match="tags"):

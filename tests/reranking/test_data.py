@@ -20,6 +20,7 @@ from spacy_structpref.experiments.reranking_tables import (evaluate, evaluate_ro
 from spacy_structpref.reranking import (
     count_fallbacks,
     fold_assignment,
+    fold_lists,
     jackknife_lists,
     load_items,
     parse_lists,
@@ -98,6 +99,19 @@ def test_jackknife_never_parses_a_sentence_its_grammar_saw(train, jackknifed, mo
     for text, item, f in zip(texts, items, folds):
         assert item.fold == f and text not in seen[f]
     assert [it.to_dict() for it in items] == [it.to_dict() for it in jackknifed]
+
+
+def test_fold_lists_of_parsers_trained_without_their_fold_are_the_jackknife(train, jackknifed):
+    """Lists from parsers trained elsewhere (here the PCFGs the jackknife
+    itself would build) are the jackknife's, forests included."""
+    folds = fold_assignment(len(train), N_FOLDS)
+    parsers = [parser_from_trees([t for t, g in zip(train, folds) if g != f]) for f in range(N_FOLDS)]
+    items = fold_lists(train, parsers, k=K, with_forest=True, progress=False)
+    assert [it.to_dict() for it in items] == [it.to_dict() for it in jackknifed]
+    with pytest.raises(StructPrefError, match="2 folds"):
+        fold_lists(train, parsers[:1], k=K, progress=False)
+    with pytest.raises(StructPrefError, match="gold trees"):
+        fold_lists([t.leaves() for t in train], parsers, progress=False)
 
 
 def test_jackknife_gives_each_sentence_one_list_in_order(train, jackknifed):

@@ -36,6 +36,35 @@ def convert_cli(
     convert(corpus, output_dir, limit=limit, skip_bad=skip_bad)
 
 
+@command("fold-corpora")
+def fold_corpora_cli(
+    train_path: Path = typer.Argument(..., help=".spacy training corpus"),
+    output_dir: Path = typer.Argument(..., help="Where fold_F/train.spacy and fold_F/held_out.spacy go"),
+    n_folds: int = typer.Option(4, "--folds", help="Jackknife folds (contiguous blocks of the corpus)"),
+):
+    """Cut a training corpus into jackknife folds: per fold, the other folds
+    to train on and the fold itself to parse (rerank lists of parsers that
+    never saw the sentence)."""
+    from .folds import fold_corpora
+
+    fold_corpora(train_path, output_dir, n_folds)
+
+
+@command("train-folds", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def train_folds_cli(
+    ctx: typer.Context,
+    config: Path = typer.Argument(..., help="spaCy training config"),
+    folds_dir: Path = typer.Argument(..., help="What fold-corpora wrote"),
+    output_dir: Path = typer.Argument(..., help="Where OUTPUT_DIR/fold_F/model-best go"),
+    n_jobs: int = typer.Option(1, "--n-jobs", help="Fold trainings side by side"),
+):
+    """Train one pipeline per jackknife fold with spacy train (extra options,
+    e.g. --training.max_epochs 12, go to every training)."""
+    from .folds import train_folds
+
+    train_folds(config, folds_dir, output_dir, ctx.args, n_jobs)
+
+
 @command("evaluate-parse")
 def evaluate_parse_cli(
     model: str = typer.Argument(..., help="Pipeline name or path that writes constituents"),

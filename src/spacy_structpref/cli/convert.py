@@ -52,3 +52,4 @@ def convert(corpus: str, output_dir: Path, limit: Optional[int] = None,
     msg.table([[r[k] for k in columns] for r in rows], header=columns,
               aligns=("l", "r", "r", "r", "r", "r", "r", "l"), divider=True, title=f"{corpus} corpus")
     return rows
+

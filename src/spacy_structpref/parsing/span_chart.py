@@ -6,9 +6,12 @@ Scores are a float array ``scores[i, j, l]`` of shape ``(n, n + 1, L)``,
 read for ``0 <= i < j <= n`` (other entries are ignored); label 0 is the
 empty label (span models fix its score at 0, but nothing here assumes it).
 A tree ``T`` is a full binary bracketing with one label per span (see
-:mod:`.span_trees`), ``S(T) = sum_{(i,j,l) in T} s(i, j, l)`` and
+:mod:`.span_trees`) in which a right child of two or more words has a
+non-empty label, i.e. the left-factored binarisation of exactly one
+treebank tree; ``S(T) = sum_{(i,j,l) in T} s(i, j, l)`` and
 ``p(T) = exp S(T) / Z`` (the span scores of Stern, Andreas & Klein 2017 in
-the tree CRF of Zhang, Zhou & Li 2020). ``log Z`` comes from the inside algorithm
+the tree CRF of Zhang, Zhou & Li 2020, over treebank trees rather than
+over their binarisations). ``log Z`` comes from the inside algorithm
 and the span marginals from outside; the marginals are the gradient
 ``d log Z / d s(i, j, l)``, so the gradient of the loss ``-log p(T_gold)`` is
 ``mu - gold indicator`` (Eisner 2016, "Inside-outside and forward-backward
@@ -67,32 +70,48 @@ def _no_tree(n: int) -> StructPrefError:
 
 
 class SpanChart:
-    """Inside and (on demand) outside charts of one sentence's span scores:
-    ``lab[i, j]`` (log-sum of the span's label scores), ``beta`` (log
-    inside), ``alpha`` (log outside), ``log_z``."""
+    """Inside and (on demand) outside charts of one sentence's span scores,
+    each span in two positions (the sentence or a left child; a right
+    child, which takes no empty label when it has two or more words):
+    ``lab``/``lab_right`` (log-sum of the label scores a position allows),
+    ``beta``/``beta_right`` (log inside), ``alpha``/``alpha_right`` (log
+    outside), ``up`` (log outside times label mass, summed over the two
+    positions) and ``log_z``."""
 
     def __init__(self, scores):
         self.scores = check_scores(scores)
         self.n = self.scores.shape[0]
-        self.lab, self.beta = _compiled().inside(self.scores)
+        self.lab, self.lab_right, self.beta, self.beta_right = _compiled().inside(self.scores)
         self.log_z = float(self.beta[0, self.n])
         if self.log_z == -np.inf:
             raise _no_tree(self.n)
-        self._alpha = None
+        self._outside = None
+
+    def _outside_charts(self) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if self._outside is None:
+            self._outside = _compiled().outside(self.lab, self.lab_right, self.beta, self.beta_right)
+        return self._outside
 
     @property
     def alpha(self) -> np.ndarray:
-        if self._alpha is None:
-            self._alpha = _compiled().outside(self.lab, self.beta)
-        return self._alpha
+        return self._outside_charts()[0]
+
+    @property
+    def alpha_right(self) -> np.ndarray:
+        return self._outside_charts()[1]
+
+    @property
+    def up(self) -> np.ndarray:
+        return self._outside_charts()[2]
 
     def span_marginals(self) -> np.ndarray:
         """``m[i, j]``: the probability that span ``[i, j)`` is in the tree (any label)."""
-        return np.exp(self.alpha + self.beta - self.log_z)
+        return np.exp(np.logaddexp(self.alpha + self.beta, self.alpha_right + self.beta_right) - self.log_z)
 
     def label_marginals(self) -> np.ndarray:
         """``mu[i, j, l]``: the probability that the tree holds ``[i, j)`` labelled ``l``."""
-        return _compiled().label_marginals(self.scores, self.lab, self.beta, self.alpha, self.log_z)
+        return _compiled().label_marginals(self.scores, self.beta, self.lab, self.alpha, self.alpha_right,
+                                           self.log_z)
 
 
 def log_partition(scores) -> float:
@@ -113,18 +132,18 @@ def viterbi(scores) -> Tuple[float, List[LabelledSpan]]:
     lowest label id and the leftmost split)."""
     scores = check_scores(scores)
     n = scores.shape[0]
-    best, label, split = _compiled().viterbi(scores)
+    best, label, label_right, split = _compiled().viterbi(scores)
     if best[0, n] == -np.inf:
         raise _no_tree(n)
     spans: List[LabelledSpan] = []
-    stack = [(0, n)]
+    stack = [(0, n, label)]
     while stack:
-        i, j = stack.pop()
-        spans.append((i, j, int(label[i, j])))
+        i, j, labels = stack.pop()
+        spans.append((i, j, int(labels[i, j])))
         if j - i > 1:
             k = int(split[i, j])
-            stack.append((k, j))
-            stack.append((i, k))
+            stack.append((k, j, label_right))
+            stack.append((i, k, label))
     return float(best[0, n]), spans
 
 
@@ -133,9 +152,8 @@ def kbest(scores, k: int) -> List[Tuple[float, List[LabelledSpan]]]:
     trees have finite scores), by lazy k-best extraction over the span
     hypergraph (Huang & Chiang 2005, algorithm 3); the first is
     :func:`viterbi`'s up to ties. Scores are exact, so ``log p(T) = S(T) -
-    log Z``. Spans are ordered as :func:`viterbi` orders them. Each labelled
-    binary tree is one derivation, so the list has no repeats (distinct
-    binary trees can still un-binarise to the same treebank tree)."""
+    log Z``. Spans are ordered as :func:`viterbi` orders them. Each treebank
+    tree is one derivation, so the list has no repeats."""
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
         raise StructPrefError(f"k must be a positive integer, got {k!r}")
     scores = check_scores(scores)
@@ -152,12 +170,6 @@ def kbest(scores, k: int) -> List[Tuple[float, List[LabelledSpan]]]:
 Fragment = Tuple[Tuple[int, ...], float]
 
 
-def _log_add(a: float, b: float) -> float:
-    if a < b:
-        a, b = b, a
-    return a + math.log1p(math.exp(b - a))
-
-
 def _log_sum(values: List[float]) -> float:
     top = max(values)
     return top + math.log(sum(math.exp(v - top) for v in values))
@@ -166,19 +178,18 @@ def _log_sum(values: List[float]) -> float:
 def _child_sequences(grids: List[Tuple[List[Fragment], List[Fragment]]], cap: int) -> Dict[Tuple[int, ...], float]:
     """Child sequences of a span from the pairs (left part, right part) of
     its splits' ``grids`` (each list sorted best first), best pair first
-    across all splits, until ``cap`` distinct sequences are found:
-    ``{tails: omega}``, a sequence's weight summed over the pairs that give
-    it (all of them unless the cap stops the search first). Pairs come off one
-    heap: in a split's grid of ranks (a, b) is pushed by (a - 1, b), or by
-    (0, b - 1) when a = 0, so each pair is pushed once."""
+    across all splits, until ``cap`` are found: ``{tails: omega}``. The right
+    part is one child, whose start fixes the split, so each sequence comes
+    from one pair. Pairs come off one heap: in a split's grid of ranks (a, b)
+    is pushed by (a - 1, b), or by (0, b - 1) when a = 0, so each pair is
+    pushed once."""
     heap = [(-(left[0][1] + right[0][1]), g, 0, 0) for g, (left, right) in enumerate(grids) if left and right]
     heapq.heapify(heap)
     out: Dict[Tuple[int, ...], float] = {}
     while heap and len(out) < cap:
         neg, g, a, b = heapq.heappop(heap)
         left, right = grids[g]
-        tails = left[a][0] + right[b][0]
-        out[tails] = _log_add(out[tails], -neg) if tails in out else -neg
+        out[left[a][0] + right[b][0]] = -neg
         if a + 1 < len(left):
             heapq.heappush(heap, (-(left[a + 1][1] + right[b][1]), g, a + 1, b))
         if a == 0 and b + 1 < len(right):
@@ -189,22 +200,23 @@ def _child_sequences(grids: List[Tuple[List[Fragment], List[Fragment]]], cap: in
 def _kept(chart: "SpanChart", log_t: float, viterbi_spans: List[LabelledSpan]):
     """Labelled spans with ``log mu >= log_t`` and, below the spans that keep
     a label, binary splits whose log posterior
-    ``alpha(i, j) + lab(i, j) + beta(i, k) + beta(k, j) - log Z`` is ``>= log_t``,
+    ``up(i, j) + beta(i, k) + beta_right(k, j) - log Z`` is ``>= log_t``,
     with the Viterbi tree's spans and splits, as far as trees made of them
     reach: ``({(i, j): label ids}, {(i, j): split points})``. Nothing of
     probability zero is kept."""
-    n, log_z = chart.n, chart.log_z
-    alpha, beta, lab = chart.alpha, chart.beta, chart.lab
+    n, log_z, beta = chart.n, chart.log_z, chart.beta
+    lengths = np.arange(n + 1)[None, :] - np.arange(n)[:, None]
     with np.errstate(invalid="ignore"):  # -inf - -inf where i >= j
-        base = alpha + beta - lab - log_z
-    base[~np.isfinite(base)] = -np.inf
-    log_mu = base[:, :, None] + chart.scores
+        split = beta - chart.lab - log_z
+        log_mu = (split + np.logaddexp(chart.alpha, chart.alpha_right))[:, :, None] + chart.scores
+        log_mu[:, :, 0] = np.where(lengths > 1, split + chart.alpha + chart.scores[:, :, 0], log_mu[:, :, 0])
+    log_mu[np.isnan(log_mu)] = -np.inf
     labels: Dict[Tuple[int, int], Set[int]] = {}
     for i, j, lab_id in zip(*np.nonzero((log_mu >= log_t) & np.isfinite(log_mu))):
         labels.setdefault((int(i), int(j)), set()).add(int(lab_id))
     splits: Dict[Tuple[int, int], Set[int]] = {}
-    parent = alpha + lab - log_z
-    beta_k = np.vstack([beta, np.full(n + 1, -np.inf)])  # beta_k[k, j] for k = 0 .. n
+    parent = chart.up - log_z
+    beta_k = np.vstack([chart.beta_right, np.full(n + 1, -np.inf)])  # beta_right[k, j] for k = 0 .. n
     for i in range(n):
         # log_post[k, j] for the split of [i, j) at k; -inf unless i < k < j.
         log_post = parent[i][None, :] + beta[i][:, None] + beta_k
@@ -341,18 +353,17 @@ def span_forest(scores, labels: SpanLabels, words: Sequence[str], tags: Sequence
     kept are un-binarised as :func:`.span_trees.spans_to_tree` does: a node
     per labelled span (a chain label becomes a path of unary nodes;
     label-less spans are spliced into their parent, whose hyperedges are the
-    n-ary child sequences they leave, duplicates summed; per span at most
-    ``max_expansions`` sequences, the most probable, and the Viterbi
-    tree's), a preterminal ``tags[i] -> words[i]`` per word (probability 1)
-    and ``TOP`` over the sentence. A hyperedge's weight ``w(e)`` is the sum
-    of ``exp`` of the scores its binarisations add (its children's labels
-    and the spliced spans). Then hyperedges whose posterior in this forest
-    is below ``threshold`` are dropped, the Viterbi tree's kept. Each
-    hyperedge gets ``q(e) = w(e) prod beta(tails) / beta(head)`` from the
-    inside scores of what is left, so a tree's probability in the forest is
-    its CRF probability (summed over its binarisations) restricted to the
-    forest's trees and renormalised, exactly unless the cap leaves out
-    binarisations. Node and rule ids go into ``symbols`` (a new table unless
+    n-ary child sequences they leave; per span at most ``max_expansions``
+    sequences, the most probable, and the Viterbi tree's), a preterminal
+    ``tags[i] -> words[i]`` per word (probability 1) and ``TOP`` over the
+    sentence. A hyperedge's weight ``w(e)`` is ``exp`` of the scores its
+    left-factored binarisation adds (its children's labels and the spliced
+    spans). Then hyperedges whose posterior in this forest is below
+    ``threshold`` are dropped, the Viterbi tree's kept. Each hyperedge gets
+    ``q(e) = w(e) prod beta(tails) / beta(head)`` from the inside scores of
+    what is left, so a tree's probability in the forest is its CRF
+    probability restricted to the forest's trees and renormalised. Node and
+    rule ids go into ``symbols`` (a new table unless
     given; ``rule_ids``: a production-id cache shared across sentences, see
     :class:`~spacy_structpref.trees.ForestBuilder`)."""
     chart = SpanChart(scores)
@@ -374,8 +385,10 @@ def span_forest(scores, labels: SpanLabels, words: Sequence[str], tags: Sequence
     s, names, draft = chart.scores, labels.labels, _Draft()
 
     # What span [a, b) adds to a parent's child sequence, over its kept
-    # labels, and what it adds in the Viterbi tree.
+    # labels, as a left child (or the sentence) and as a right child (no
+    # empty label over two or more words), and what it adds in the Viterbi tree.
     options: Dict[Tuple[int, int], List[Fragment]] = {}
+    options_right: Dict[Tuple[int, int], List[Fragment]] = {}
     best_option: Dict[Tuple[int, int], Fragment] = {}
     chains: Dict[Tuple[int, int, str], int] = {}  # node of each chain (suffix) label over a span
     for length in range(1, n + 1):
@@ -390,7 +403,7 @@ def span_forest(scores, labels: SpanLabels, words: Sequence[str], tags: Sequence
                 content = [((pre,), 0.0)]
                 best_tails = (pre,)
             else:
-                merged = _child_sequences([(options.get((i, k), []), options.get((k, j), []))
+                merged = _child_sequences([(options.get((i, k), []), options_right.get((k, j), []))
                                            for k in sorted(kept_splits.get((i, j), ()))], max_expansions)
                 content = sorted(merged.items(), key=lambda f: -f[1])
                 if (i, j) in best_label:
@@ -402,12 +415,15 @@ def span_forest(scores, labels: SpanLabels, words: Sequence[str], tags: Sequence
             if not content:
                 continue
             opts: List[Fragment] = []
+            opts_right: List[Fragment] = []
             first_bottom: Optional[int] = None
             for lab_id in sorted(kept_labels[i, j]):
                 name, score = names[lab_id], float(s[i, j, lab_id])
                 on_best = best_label.get((i, j)) == lab_id
                 if not name:
                     opts.extend((tails, omega + score) for tails, omega in content)
+                    if length == 1:
+                        opts_right.extend((tails, omega + score) for tails, omega in content)
                     if on_best:
                         best_option[i, j] = (best_tails, dict(content)[best_tails] + score)
                     continue
@@ -425,10 +441,13 @@ def span_forest(scores, labels: SpanLabels, words: Sequence[str], tags: Sequence
                         draft.protect(chains[key], best_tails if below is None else (below,))
                     below = chains[key]
                 opts.append(((below,), score + draft.log_beta[below]))
+                opts_right.append(opts[-1])
                 if on_best:
                     best_option[i, j] = opts[-1]
             opts.sort(key=lambda f: -f[1])
+            opts_right.sort(key=lambda f: -f[1])
             options[i, j] = opts
+            options_right[i, j] = opts_right
     root = draft.add(TOP, 0, n, options[0, n])
     draft.protect(root, best_option[0, n][0])
     if log_t > -math.inf:

@@ -3,23 +3,20 @@ scorer under a tree CRF over labelled binary span trees (Stern, Andreas &
 Klein 2017; Kitaev & Klein 2018; the CRF loss of Zhang, Zhou & Li 2020).
 
 With the scorer's span scores ``s(i, j, l)`` (the empty label at 0), a
-binarised tree T of a sentence x has probability
+treebank tree T of a sentence x, as its left-factored binary span tree
+(:func:`.span_trees.tree_to_spans`), has probability
 ``p(T | x) = exp(Σ_{(i,j,l) ∈ T} s(i, j, l)) / Z(x)`` (Zhang et al. 2020,
-eq. 6-7). Training minimises ``-log p(T_gold | x)``, whose gradient with
-respect to ``s(i, j, l)`` is the span marginal minus the gold indicator
-(Eisner 2016), plus the cross-entropy of the tagging head, which supplies the
-preterminals (never the gold tags).
+eq. 6-7), Z summing over the canonical binary trees of
+:mod:`.span_chart`, which are the treebank trees one to one. Training
+minimises ``-log p(T_gold | x)``, whose gradient with respect to
+``s(i, j, l)`` is the span marginal minus the gold indicator (Eisner 2016),
+plus the cross-entropy of the tagging head, which supplies the preterminals
+(never the gold tags).
 
-Binarisations of one treebank tree that differ only in their empty-labelled
-spans are distinct CRF derivations (with the empty label at 0 they score the
-same), so a tree's probability is the sum over its binarisations
-(:func:`tree_log_prob`), and the log-probabilities reported are those,
-exactly, under the predicted tags. The k-best trees are those of the
-posterior-pruned forest (:func:`.span_chart.span_forest`, whose hyperedges
-sum the binarisations), found by lazy k-best over it (Huang & Chiang 2005)
-and ordered by their exact log-probabilities; the 1-best is the first of
-them, or (``decode="derivation"``) the chart's CKY derivation un-binarised,
-followed by the forest's other trees. The results are
+The 1-best tree is the chart's CKY tree, the k best come from lazy k-best
+over the chart (Huang & Chiang 2005), each with its exact ``log p`` under the
+predicted tags, and the forest is the posterior-pruned
+:func:`.span_chart.span_forest`. The results are
 :class:`~.parser.ParseResult` as the PCFG parser gives them.
 """
 from typing import List, Optional, Sequence, Tuple
@@ -38,11 +35,8 @@ from ..saving import load_errors
 from ..trees.brackets import to_bracketed
 from ..trees.arrays import SymbolTable
 from . import span_chart
-from .parser import TOO_LONG, KBest, ParseResult, check_count, fallback_result
+from .parser import TOO_LONG, ParseResult, check_count, fallback_result
 from .span_trees import SpanLabels, spans_to_tree, tree_to_spans
-
-
-DECODE = ("tree", "derivation")
 
 
 def crf_loss(chart: np.ndarray, gold: Sequence[Tuple[int, int, int]]) -> Tuple[float, np.ndarray]:
@@ -67,57 +61,6 @@ def tag_loss(logits, gold: Sequence[int]) -> Tuple[float, np.ndarray]:
     return -float(log_p[rows, gold].sum()), grad
 
 
-def tree_log_prob(chart: np.ndarray, spans: Sequence[Tuple[int, int, int]], log_z: float) -> float:
-    """``log p`` of a treebank tree given by its left-factored spans
-    (``(i, j, label id)`` as :func:`.span_trees.tree_to_spans` gives them,
-    label 0 the empty label): the CRF's probability
-    summed over every binarisation of the tree, i.e. over the ways of
-    bracketing the children of each n-ary node with empty-labelled spans
-    (an inside pass over the node's children per node; Catalan(m - 1)
-    bracketings for m children when the empty label scores 0)."""
-    cell = {(i, j): lab for i, j, lab in spans}
-    n = max(j for _, j, _ in spans)
-    by_start: dict = {}
-    for i, j in cell:
-        by_start.setdefault(i, []).append(j)
-    total = 0.0
-    stack = [(0, n)]
-    while stack:
-        i, j = stack.pop()
-        total += chart[i, j, cell[i, j]]
-        if j - i == 1:
-            continue
-        # the node's children: down the left spine of empty-labelled spans
-        bounds, end = [j], j
-        while True:
-            k = max(e for e in by_start[i] if e < end)
-            stack.append((k, end))
-            bounds.append(k)
-            if cell[i, k] or k - i == 1:
-                stack.append((i, k))
-                break
-            end = k
-        bounds.append(i)
-        bounds.reverse()
-        total += _bracketings(chart, bounds)
-    return total - log_z
-
-
-def _bracketings(chart: np.ndarray, bounds: List[int]) -> float:
-    """log Σ over binary bracketings of the children between ``bounds`` of
-    ``exp`` of their inner spans' empty-label scores."""
-    m = len(bounds) - 1
-    inside = np.full((m + 1, m + 1), -np.inf)
-    for a in range(m):
-        inside[a, a + 1] = 0.0
-    for width in range(2, m + 1):
-        for a in range(m - width + 1):
-            c = a + width
-            split = np.logaddexp.reduce([inside[a, e] + inside[e, c] for e in range(a + 1, c)])
-            inside[a, c] = split + (chart[bounds[a], bounds[c], 0] if width < m else 0.0)
-    return float(inside[0, m])
-
-
 class SpanParser:
     """Span-CRF parser over a ``SpanCRF`` model.
 
@@ -129,14 +72,10 @@ class SpanParser:
     below it are pruned; ``max_length``: longer sentences get the flat
     fallback tree (the chart's time grows with the cube of the length, its
     memory with the square; None: no bound); ``batch_size``: sentences per
-    forward pass in :meth:`parse_many`; ``decode``: the 1-best tree is the
-    most probable treebank tree among the pruned forest's (``"tree"``: its
-    binarisations summed, so a forest is always built) or the un-binarised
-    best binary derivation of the chart (``"derivation"``, CKY: faster)."""
+    forward pass in :meth:`parse_many`."""
 
     def __init__(self, model: Model, labels: SpanLabels, tags: Sequence[str], vocab: Optional[Vocab] = None,
-                 threshold: float = 1e-5, max_length: Optional[int] = None, batch_size: int = 64,
-                 decode: str = "tree"):
+                 threshold: float = 1e-5, max_length: Optional[int] = None, batch_size: int = 64):
         if not isinstance(labels, SpanLabels):
             raise StructPrefError(f"labels must be SpanLabels, got {type(labels).__name__}")
         tags = tuple(tags)
@@ -147,9 +86,6 @@ class SpanParser:
         if max_length is not None:
             check_count("max_length (None: no bound)", max_length, 1)
         check_count("batch_size", batch_size, 1)
-        if decode not in DECODE:
-            raise StructPrefError(f"decode must be one of {DECODE}, got {decode!r}")
-        self.decode = decode
         self.model, self.labels, self.tags = model, labels, tags
         self.vocab = vocab if vocab is not None else spacy.blank("en").vocab
         self.threshold, self.max_length, self.batch_size = threshold, max_length, batch_size
@@ -262,26 +198,14 @@ class SpanParser:
     def _decode(self, words: List[str], tags: List[str], chart: np.ndarray, k: int,
                 with_forest: bool) -> ParseResult:
         log_z = span_chart.log_partition(chart)
-        forest, found = None, []  # (log p, bracketed, tree), the 1-best first
-        if self.decode == "derivation":
-            labels = self.labels.labels
-            tree = spans_to_tree(words, tags, [(i, j, labels[lab]) for i, j, lab in span_chart.viterbi(chart)[1]])
-            found.append((self._log_prob(chart, tree, log_z), to_bracketed(tree), tree))
-        if with_forest or k > 1 or self.decode == "tree":
-            forest = span_chart.span_forest(chart, self.labels, words, tags, self.threshold, symbols=self.symbols)
-            extractor = KBest(forest, words)
-            more = []
-            for _, text, rank in extractor.best(k):
-                if not found or text != found[0][1]:
-                    tree = extractor.tree(forest.root, rank)
-                    more.append((self._log_prob(chart, tree, log_z), text, tree))
-            found += sorted(more, key=lambda x: -x[0])[:k - len(found)]
-        return ParseResult(words, found[0][2], found[0][0], forest if with_forest else None,
-                           [(lp, text) for lp, text, _ in found], False)
-
-    def _log_prob(self, chart: np.ndarray, tree: Tree, log_z: float) -> float:
-        spans = [(i, j, self.labels.index(label)) for i, j, label in tree_to_spans(tree)[2]]
-        return tree_log_prob(chart, spans, log_z)
+        labels = self.labels.labels
+        found = []  # (log p, tree), the 1-best first
+        for score, spans in span_chart.kbest(chart, k):
+            found.append((score - log_z, spans_to_tree(words, tags, [(i, j, labels[lab]) for i, j, lab in spans])))
+        forest = span_chart.span_forest(chart, self.labels, words, tags, self.threshold, symbols=self.symbols) \
+            if with_forest else None
+        return ParseResult(words, found[0][1], found[0][0], forest,
+                           [(log_p, to_bracketed(tree)) for log_p, tree in found], False)
 
     def _fallback(self, doc: Doc, logits) -> ParseResult:
         return fallback_result([t.text for t in doc], [self.tags[t] for t in logits.argmax(axis=1).tolist()],
@@ -292,7 +216,7 @@ class SpanParser:
         return srsly.msgpack_dumps({
             "model": self.model.to_bytes(), "labels": self.labels.to_dict(), "tags": list(self.tags),
             "lang": self.vocab.lang, "threshold": self.threshold, "max_length": self.max_length,
-            "batch_size": self.batch_size, "decode": self.decode})
+            "batch_size": self.batch_size})
 
     def from_bytes(self, data: bytes) -> "SpanParser":
         """Load what :meth:`to_bytes` wrote into this parser, whose model
@@ -301,7 +225,7 @@ class SpanParser:
         with load_errors("a span parser"):
             msg = srsly.msgpack_loads(data)
             labels, tags = SpanLabels.from_dict(msg["labels"]), tuple(msg["tags"])
-            settings = {key: msg[key] for key in ("threshold", "max_length", "batch_size", "decode")}
+            settings = {key: msg[key] for key in ("threshold", "max_length", "batch_size")}
             vocab = self.vocab if self.vocab.lang == msg["lang"] else spacy.blank(msg["lang"]).vocab
             initialized = self.model.get_ref("tagger").has_param("W")
             for dim, value in (("nO", len(labels)), ("nT", len(tags))):

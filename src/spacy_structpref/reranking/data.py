@@ -1,9 +1,10 @@
 """Training and evaluation data for parse reranking: each sentence's k-best
-list (and pruned forest) from the PCFG parser, scored against the gold tree.
+list (and pruned forest) from the parser, scored against the gold tree.
 
 Candidates come from :class:`~spacy_structpref.parsing.Parser` with the
-``forest_parser`` component's settings, so the lists a reranker learns from
-are the lists it reranks in a pipeline. The target of a sentence is the
+``forest_parser`` component's settings, or from the span-CRF parser of a
+trained pipeline, so the lists a reranker learns from are the lists it
+reranks in a pipeline. The target of a sentence is the
 candidate of highest F1 against the gold tree (Collins & Duffy 2002;
 Menchetti et al. 2005, §6.2), counted as EVALB counts
 (:mod:`spacy_structpref.scoring.parseval`), ties going to the higher log p.
@@ -11,7 +12,8 @@ Menchetti et al. 2005, §6.2), counted as EVALB counts
 Training lists are *jackknifed*: a parser that saw a sentence gives it an
 unrealistically good list, so the training split is cut into ``n_folds``
 folds and each fold is parsed by a grammar read off the other folds
-(Collins & Koo 2005 and Charniak & Johnson 2005 use 20 folds). Folds are
+(Collins & Koo 2005 and Charniak & Johnson 2005 use 20 folds), or by a span
+CRF trained without it (:func:`fold_lists`). Folds are
 contiguous blocks of the corpus order: the PTB sample is in document
 order, so a fold holds whole articles and no article's vocabulary leaks
 from sibling sentences into the grammar that parses it. Dev and test are
@@ -299,6 +301,23 @@ def jackknife_lists(train_trees: Sequence[Tree], settings: Optional[dict] = None
         tasks.append((f, [t for t, g in zip(trees, folds) if g != f], held, cfg, k, with_forest))
         sizes.append(len(held))
     return assemble_parts(_run(_jackknife_fold, tasks, sizes, n_jobs, progress, "jackknife"), symbols)
+
+
+def fold_lists(train_trees: Sequence[Tree], fold_parsers: Sequence, k: int = 50, with_forest: bool = False,
+               progress: bool = True, symbols: SymbolTable = None) -> List[RerankItem]:
+    """One rerank item per training tree, in order, jackknifed with parsers
+    trained elsewhere: ``fold_parsers[f]`` (anything with the parsers'
+    ``parse(words, k, with_forest)``, e.g. a span CRF trained by ``spacy
+    train`` without fold f) parses fold f of :func:`fold_assignment`, in
+    this process; all forests share the table ``symbols``."""
+    trees = list(train_trees)
+    if not all(isinstance(t, Tree) for t in trees):
+        raise StructPrefError("jackknifing needs gold trees (nltk Trees) for every training sentence")
+    k = check_k(k)
+    folds = fold_assignment(len(trees), len(fold_parsers)).tolist()
+    tasks = [(parser, [t for t, g in zip(trees, folds) if g == f], k, with_forest, f)
+             for f, parser in enumerate(fold_parsers)]
+    return assemble_parts(_run(parse_part, tasks, [len(t[1]) for t in tasks], 1, progress, "jackknife"), symbols)
 
 
 # ------------------------------------------------------------------ saving
