@@ -7,46 +7,44 @@ single-threaded), prints PARSEVAL (EVALB conventions) for the 1-best and the
 50-best oracle, and the speed ratio against NLTK's ViterbiParser with the
 same grammar on 20 short test sentences, measured in the same run.
 
-Span CRF: trains from scratch on the train split (wsj_0001–0139) on CPU with
-Adam (linear warm-up, then the learning rate halved whenever dev F1 has not
-risen for ``--patience`` epochs), gradient clipping and dropout; after each
-epoch parses the dev split (wsj_0140–0169, CKY 1-best) and scores it with the
-EVALB-exact scorer, keeping the best-dev model. Training stops at
-``--epochs`` or when the next epoch would pass ``--budget`` CPU-seconds
-(updates and dev parses together); ``--span-model PATH`` loads a trained
-parser's bytes (``SpanParser.to_bytes``, as ``--output`` writes them) instead.
-The model then parses the test split with forests and ``--k``-best lists
-(timed); its F1 is that of the 1-best (CKY) tree, the most probable
-treebank tree under the CRF, every sentence scored (sentences EVALB rejects,
-a predicted punctuation tag on a word that is not punctuation in gold or the
-reverse, counted as EVALB counts them and reported).
+Span CRF: trains from scratch on CPU exactly as the project does, by
+spaCy's own training loop (``spacy train configs/span_parser.cfg``, in
+this process, timed) on the train split (wsj_0001–0139) converted to
+``.spacy`` files, keeping the best model on the dev split (wsj_0140–0169);
+``--span-model DIR`` loads a pipeline trained that way instead (e.g.
+``training/span_parser/model-best``; with ``--train-seconds`` the time its
+training took, else the line says nan). The model then parses the test split
+with forests and ``--k``-best lists (timed); its F1 is that of the 1-best
+(CKY) tree, the most probable treebank tree under the CRF, every sentence
+scored (sentences EVALB rejects, a predicted punctuation tag on a word that
+is not punctuation in gold or the reverse, counted as EVALB counts them and
+reported).
 
 The last two lines, one per model, read
 
     MODEL: F1 <= 40 X.XX, all Y.YY, oracle@50 Z.ZZ, train T s, parse P s
 
 (train: CPU-seconds of training, the grammar's estimation for the PCFG;
-parse: CPU-seconds for the test sentences with forests and k-best lists).
+wall-seconds of ``spacy train`` for the span CRF; parse: CPU-seconds for the
+test sentences with forests and k-best lists).
 
     NLTK_DATA=../shared/nltk_data OPENBLAS_NUM_THREADS=1 python bench/parser.py [--k 50] [--nltk 20]
-        [--budget 1800 | --span-model PATH]
+        [--span-model DIR [--train-seconds S]] [--span-overrides "--training.max_epochs 2"]
 """
 import argparse
 import math
 import os
-import random
+import shlex
+import tempfile
 import time
+from pathlib import Path
 
 from nltk.grammar import PCFG, Nonterminal, ProbabilisticProduction
 from nltk.parse import ViterbiParser
-from thinc.api import Adam, fix_random_seed
-from tqdm import tqdm
-
+from spacy_structpref.cli.convert import convert
 from spacy_structpref.corpora import ptb_trees
-from spacy_structpref.models.span_crf import SpanCRF
 from spacy_structpref.parsing.grammar import Annotation, estimate_grammar
 from spacy_structpref.parsing.parser import Parser
-from spacy_structpref.parsing.span_parser import SpanParser
 from spacy_structpref.scoring.parseval import EvalbParams, evalb, sentence_stats
 from spacy_structpref.trees.brackets import parse_bracketed
 
@@ -104,23 +102,13 @@ def nltk_grammar(grammar, sentences):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--k", type=int, default=50)
-    ap.add_argument("--span-model", default=None, help="skip the span CRF's training: load these parser bytes")
-    ap.add_argument("--budget", type=float, default=1800.0, help="span CRF training CPU-seconds")
-    ap.add_argument("--epochs", type=int, default=100)
-    ap.add_argument("--batch-size", type=int, default=16)
-    ap.add_argument("--lr", type=float, default=2e-3)
-    ap.add_argument("--warmup", type=int, default=300, help="steps of linear warm-up")
-    ap.add_argument("--patience", type=int, default=2, help="epochs without a dev gain before halving the rate")
-    ap.add_argument("--clip", type=float, default=5.0, help="gradient norm clipping")
-    ap.add_argument("--lstm-width", type=int, default=400)
-    ap.add_argument("--lstm-depth", type=int, default=2)
-    ap.add_argument("--hidden-width", type=int, default=250)
-    ap.add_argument("--embed-width", type=int, default=100)
-    ap.add_argument("--char-width", type=int, default=100)
-    ap.add_argument("--dropout", type=float, default=0.3)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--train-limit", type=int, default=None, help="first n training trees of the span CRF")
-    ap.add_argument("--output", default=None, help="write the best-dev span parser's bytes here (at each new best)")
+    ap.add_argument("--span-model", type=Path, default=None,
+                    help="skip the span CRF's training: a pipeline trained by spacy train (its model-best)")
+    ap.add_argument("--train-seconds", type=float, default=float("nan"),
+                    help="with --span-model: the wall-seconds its training took")
+    ap.add_argument("--span-config", type=Path, default=Path(__file__).parent.parent / "configs" / "span_parser.cfg")
+    ap.add_argument("--span-overrides", default="", help="spacy train overrides, e.g. '--training.max_epochs 2'")
+    ap.add_argument("--output", type=Path, default=None, help="where spacy train writes (default: a temporary dir)")
     ap.add_argument("--nltk", type=int, default=20, help="short sentences for the NLTK comparison")
     ap.add_argument("--beam", type=float, default=1e-4)
     ap.add_argument("--threshold", type=float, default=1e-5)
@@ -198,62 +186,36 @@ def score(parser, gold, k=1, with_forest=False):
 
 def bench_span_crf(args):
     """The span CRF's figures; returns its summary line."""
-    fix_random_seed(args.seed)
-    train, dev, test = list(ptb_trees("train"))[:args.train_limit], ptb_trees("dev"), ptb_trees("test")
-    model = SpanCRF(lstm_width=args.lstm_width, lstm_depth=args.lstm_depth, hidden_width=args.hidden_width,
-                    embed_width=args.embed_width, char_width=args.char_width, dropout=args.dropout)
-    parser = SpanParser.from_trees(train, model)
-    print(f"\nspan CRF: {len(train)} training trees, {len(parser.labels)} span labels, {len(parser.tags)} tags; "
-          f"{vars(args)}", flush=True)
-    if args.span_model:
-        with open(args.span_model, "rb") as f:
-            parser.from_bytes(f.read())
-        spent = train_wall = float("nan")
-    else:
-        spent, train_wall = train_parser(parser, train, dev, args)
-    return test_parser(parser, test, args, spent, train_wall)
+    import spacy
+
+    test = ptb_trees("test")
+    if args.span_model is None:
+        with tempfile.TemporaryDirectory() as tmp:
+            out = args.output or Path(tmp) / "span_parser"
+            args.span_model, args.train_seconds = train_span_crf(args.span_config, Path(tmp) / "ptb", out,
+                                                                 shlex.split(args.span_overrides))
+            return test_parser(spacy.load(args.span_model).get_pipe("forest_parser").parser, test, args)
+    return test_parser(spacy.load(args.span_model).get_pipe("forest_parser").parser, test, args)
 
 
-def train_parser(parser, train, dev, args):
-    """Train, keeping the best-dev parser; (training CPU-seconds, wall-seconds)."""
-    rng = random.Random(args.seed)
-    opt = Adam(args.lr, grad_clip=args.clip)
-    peak, step, best, best_bytes, since, spent = args.lr, 0, -1.0, None, 0, 0.0
-    w0 = time.perf_counter()
-    for epoch in range(1, args.epochs + 1):
-        c0 = time.process_time()
-        rng.shuffle(train)
-        loss = 0.0
-        bar = tqdm(range(0, len(train), args.batch_size), desc=f"epoch {epoch}", mininterval=30, leave=False)
-        for b in bar:
-            step += 1
-            opt.learn_rate = peak * min(1.0, step / args.warmup)
-            loss += parser.update(train[b:b + args.batch_size], opt)
-        result, _, _ = score(parser, dev)
-        took = time.process_time() - c0
-        spent += took
-        f1 = result.short.f1
-        if f1 > best:
-            best, best_bytes, since = f1, parser.to_bytes(), 0
-            if args.output:
-                with open(args.output, "wb") as f:
-                    f.write(best_bytes)
-        else:
-            since += 1
-            if since >= args.patience:
-                peak, since = peak / 2, 0
-        print(f"epoch {epoch}: loss/sentence {loss / len(train):.2f}, dev F1 <= 40 {f1:.2f} (all "
-              f"{result.all.f1:.2f}, {result.short.errors} EVALB errors), best {best:.2f}, lr {peak:.2e}, "
-              f"{took:.0f} s CPU ({spent:.0f} s in all, {time.perf_counter() - w0:.0f} s wall), "
-              f"load {os.getloadavg()[0]:.2f}", flush=True)
-        if spent + took > args.budget:
-            break
-    parser.from_bytes(best_bytes)
-    print(f"best dev F1 (<= 40) {best:.2f}", flush=True)
-    return spent, time.perf_counter() - w0
+def train_span_crf(config: Path, corpus: Path, output: Path, overrides):
+    """``spacy train config`` on the PTB-sample splits, in this process:
+    (the model-best directory, wall-seconds of the training)."""
+    from spacy.cli._util import parse_config_overrides
+    from spacy.cli.train import train
+
+    convert("ptb", corpus)
+    settings = {"paths.train": str(corpus / "train.spacy"), "paths.dev": str(corpus / "dev.spacy"),
+                **parse_config_overrides(overrides)}
+    t0, c0 = time.perf_counter(), time.process_time()
+    train(config, output, overrides=settings)
+    wall = time.perf_counter() - t0
+    print(f"span CRF training (spacy train {config.name}): {wall:.0f} s wall, {time.process_time() - c0:.0f} s CPU, "
+          f"load {os.getloadavg()[0]:.2f}", flush=True)
+    return output / "model-best", wall
 
 
-def test_parser(parser, test, args, spent, train_wall):
+def test_parser(parser, test, args):
     one, _, one_cpu = score(parser, test)
     print(f"test CKY 1-best alone: F1 <= 40 {one.short.f1:.2f}, all {one.all.f1:.2f} ({one_cpu:.1f} s CPU)",
           flush=True)
@@ -265,8 +227,7 @@ def test_parser(parser, test, args, spent, train_wall):
           f"hyperedges/sentence, {full.short.errors} EVALB errors; load {os.getloadavg()[0]:.2f}")
     print("\n1-best\n" + full.table())
     print(f"\n{args.k}-best oracle\n" + best_k.table())
-    print(f"span CRF training: {spent:.0f} s CPU, {train_wall:.0f} s wall")
-    return summary("SpanCRF", full, best_k, args.k, spent, full_cpu)
+    return summary("SpanCRF", full, best_k, args.k, args.train_seconds, full_cpu)
 
 
 if __name__ == "__main__":
