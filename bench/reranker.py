@@ -6,7 +6,7 @@ Table 3; Collins & Duffy 2002), end to end.
    test by the grammar of the whole train split; cached under ``--cache``
    (reruns read them). With ``--parser-model`` (a trained pipeline, e.g. the
    span CRF's) dev and test are parsed by its ``forest_parser`` and fold F of
-   the train split by ``--fold-models``/fold_F/model-best, trained without
+   the train split by ``--fold-models``/fold_F/model-last, trained without
    fold F (``fold-corpora`` cuts the folds, ``spacy train`` trains them).
 2. The scorers, each trained on the jackknifed train lists: the kernel voted
    perceptron (VP) with the subset-tree kernel, pairwise and setwise; with
@@ -67,10 +67,11 @@ def cached_lists(cache: Path, k: int, n_folds: int, n_jobs: int, limit=None, for
                  symbols: SymbolTable = None, parser_model: Path = None, fold_models: Path = None):
     """``{split: items}``: train jackknifed, dev and test parsed by the train
     grammar (or by the pipelines ``parser_model`` and
-    ``fold_models/fold_F/model-best``). Read from ``cache``
-    (``{split}.msgpack`` with forests, ``{split}.trees.msgpack`` without:
-    quick to read) when ``meta.json`` there has these settings, else parsed
-    and saved there. Forests are read into ``symbols``."""
+    ``fold_models/fold_F/model-last``, each fold's trained to the end of its
+    schedule). Read from ``cache`` (``{split}.msgpack`` with forests,
+    ``{split}.trees.msgpack`` without: quick to read) when ``meta.json``
+    there has these settings, else parsed and saved there. Forests are read
+    into ``symbols``."""
     meta = {"k": k, "n_folds": n_folds, "limit": limit, "parser": str(parser_model) if parser_model else "pcfg"}
     stored = srsly.read_json(cache / "meta.json") if (cache / "meta.json").exists() else {}
     fresh = {key: stored.get(key) for key in meta} != meta
@@ -92,7 +93,7 @@ def cached_lists(cache: Path, k: int, n_folds: int, n_jobs: int, limit=None, for
             out[split] = items
             continue
         if split == "train" and parser_model:
-            parsers = [pipeline_parser(fold_models / f"fold_{f}" / "model-best") for f in range(n_folds)]
+            parsers = [pipeline_parser(fold_models / f"fold_{f}" / "model-last") for f in range(n_folds)]
             items = fold_lists(train_trees, parsers, k=k, with_forest=True, symbols=symbols)
         elif split == "train":
             items = jackknife_lists(train_trees, n_folds=n_folds, k=k, with_forest=True, n_jobs=n_jobs,
@@ -254,7 +255,7 @@ def main():
     ap.add_argument("--parser-model", type=Path, default=None,
                     help="a trained pipeline whose forest_parser parses dev and test (default: the PCFG)")
     ap.add_argument("--fold-models", type=Path, default=None,
-                    help="with --parser-model: DIR/fold_F/model-best parses fold F of train (F < --folds)")
+                    help="with --parser-model: DIR/fold_F/model-last parses fold F of train (F < --folds)")
     ap.add_argument("--json", type=Path, default=None, help="write the table's rows here")
     args = ap.parse_args()
     if args.max_steps > 0:  # a smoke run: few folds, one epoch, no tuning
