@@ -109,7 +109,7 @@ def cached_lists(cache: Path, k: int, n_folds: int, n_jobs: int, limit=None, for
         save_items(full, items)
         _save_light(light, items)
         out[split] = items if forests else [replace(item, forest=None) for item in items]
-    if not rescored or forests:  # the forest files are rewritten only when they are read
+    if fresh or not rescored or forests:  # old forest files are rewritten only when they are read
         srsly.write_json(cache / "meta.json", {**meta, "format": FORMAT_VERSION})
     return out
 
