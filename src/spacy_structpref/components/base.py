@@ -159,9 +159,10 @@ class StructPrefPipe(SavedParts, Pipe):
         for what, identity in self.trained_on.items():
             if what in now and now[what] != identity:
                 raise StructPrefError(
-                    f"{self.name} was trained on another {what} than this pipeline's ({_difference(identity, now[what])}): "
-                    f"the pipeline was put together from different trainings; train {self.name} again in this "
-                    "pipeline (nlp.initialize), or load the pipeline it was saved with")
+                    f"{self.name} was trained on another {what} than this pipeline's "
+                    f"({_difference(identity, now[what])}): the pipeline was put together from different "
+                    f"trainings; train {self.name} again in this pipeline (nlp.initialize), or load the "
+                    "pipeline it was saved with")
 
     def _trained_on_part(self) -> Part:
         """:attr:`trained_on` as ``trained_on.json`` (``null``: nothing recorded)."""
