@@ -20,7 +20,15 @@ while the files of an earlier save listed in its marker are replaced. A
 path that is a file is refused. Temporary directories left by a killed save
 are removed by the next save to the same path (saves to one parent
 directory take a lock on it, so a save in progress is never taken for one).
+
+The new save takes the old one's place in one step where the system allows
+it (Linux's ``renameat2`` with ``RENAME_EXCHANGE``: the path always names a
+complete save, the old or the new); elsewhere in two renames, and a save
+killed between them leaves the old one aside for the next save to restore.
+A reader that must not see the directory replaced while it reads holds the
+same lock, shared (:func:`reading`).
 """
+import ctypes
 import hashlib
 import json
 import os
@@ -30,8 +38,9 @@ import shutil
 import threading
 import warnings
 from contextlib import contextmanager
+from functools import lru_cache
 from pathlib import Path, PurePosixPath
-from typing import Any, Callable, Dict, Iterable, Iterator, NamedTuple, Optional, Set
+from typing import Any, Callable, Collection, Dict, Iterable, Iterator, NamedTuple, Optional, Set
 
 from .errors import SavedModelError, StructPrefError
 
@@ -50,9 +59,11 @@ def _temp_path(path: Path, kind: str) -> Path:
 
 
 @contextmanager
-def _locked(parent: Path) -> Iterator[bool]:
-    """Hold an exclusive lock on ``parent`` (flock on the directory itself,
-    so no lock file is left behind); yields whether it is held."""
+def _locked(parent: Path, shared: bool = False) -> Iterator[bool]:
+    """Hold a lock on ``parent`` (flock on the directory itself, so no lock
+    file is left behind): exclusive for a save, ``shared`` for a reader;
+    yields whether it is held. A thread that holds it already (a save or a
+    load nested in another) goes on under the lock it holds."""
     try:
         import fcntl
     except ImportError:  # no flock (Windows): saves go unlocked and leave stale temporaries alone
@@ -68,7 +79,7 @@ def _locked(parent: Path) -> Iterator[bool]:
     fd = None
     try:
         fd = os.open(parent, os.O_RDONLY)
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
     except OSError:  # an unreadable parent, or a file system without flock: go unlocked
         if fd is not None:
             os.close(fd)
@@ -80,6 +91,16 @@ def _locked(parent: Path) -> Iterator[bool]:
     finally:
         held.discard(key)
         os.close(fd)  # releases the lock
+
+
+@contextmanager
+def reading(path) -> Iterator[Path]:
+    """Hold the lock that saves to ``path`` take, shared, and yield the
+    resolved path: while it is held no save moves a new directory into
+    place, so that what is read comes from one save."""
+    path = Path(os.path.realpath(path))
+    with _locked(path.parent, shared=True):
+        yield path
 
 
 def _clean_stale(path: Path) -> None:
@@ -175,9 +196,35 @@ def _keep_foreign(path: Path, tmp: Path, ours: Set[str]) -> None:
         keep(entry, entry.name)
 
 
+@lru_cache(maxsize=1)
+def _renameat2() -> Optional[Callable]:
+    """The C library's ``renameat2`` (Linux, glibc 2.28 or later), or None."""
+    try:
+        function = ctypes.CDLL(None, use_errno=True).renameat2
+    except (AttributeError, OSError, TypeError):
+        return None
+    function.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    return function
+
+
+AT_FDCWD, RENAME_EXCHANGE = -100, 2
+
+
+def exchange(a: Path, b: Path) -> bool:
+    """Swap the paths ``a`` and ``b``, both existing, in one atomic step;
+    False (nothing done) where the system or the file system cannot."""
+    function = _renameat2()
+    if function is None:
+        return False
+    return function(AT_FDCWD, os.fsencode(a), AT_FDCWD, os.fsencode(b), RENAME_EXCHANGE) == 0
+
+
 def _move_in(path: Path, tmp: Path) -> None:
     if not os.path.lexists(path):
         os.replace(tmp, path)
+        return
+    if exchange(tmp, path):  # tmp now holds the previous save: a kill from here leaves it to _clean_stale
+        shutil.rmtree(tmp, ignore_errors=True)
         return
     # Two renames: a save killed between them leaves the previous save in
     # .NAME.replaced-HEX, which the next save to the path puts back.
@@ -300,15 +347,34 @@ def _read_marker(marker: Path) -> dict:
     return {"factory": data["factory"], "files": files}
 
 
-def merged_settings(owner: str, settings: dict, saved: dict) -> dict:
+def merged_settings(owner: str, settings: dict, saved: dict, given: Collection[str] = (),
+                    runtime: Collection[str] = ()) -> dict:
     """``settings`` with those of ``saved`` in place (unchecked: the owner
     checks the values). A saved key that ``settings`` lacks is refused with a
     :class:`~.errors.SavedModelError`: the save comes from another component
-    or version, and dropping the setting silently would change the model."""
+    or version, and dropping the setting silently would change the model.
+
+    ``given``: the keys of ``settings`` the user gave when loading (e.g.
+    ``spacy.load(path, config=...)``), which then hold the values given. Of
+    those that differ from the saved value, a ``runtime`` setting (one of
+    search, decoding or output, which the trained model does not depend on)
+    keeps the value given, with a warning naming it; any other shapes the
+    trained model and is refused."""
     unknown = set(saved) - set(settings)
     if unknown:
         raise SavedModelError(f"{owner}: unknown saved setting(s) {sorted(unknown)}")
-    return {**settings, **saved}
+    merged = {**settings, **saved}
+    changed = sorted(key for key in set(given) & set(saved) if settings[key] != saved[key])
+    fixed = [f"{key} = {settings[key]!r} (saved: {saved[key]!r})" for key in changed if key not in runtime]
+    if fixed:
+        raise SavedModelError(f"{owner}: {'; '.join(fixed)} given at load: the trained model depends on "
+                              f"{'this setting' if len(fixed) == 1 else 'these settings'}, so a save loads only "
+                              "with the values it was trained with; leave them out when loading")
+    for key in changed:
+        warnings.warn(f"{owner}: {key} = {settings[key]!r} given at load replaces the saved {saved[key]!r}",
+                      stacklevel=2)
+        merged[key] = settings[key]
+    return merged
 
 
 def check_saved(path, factory: str) -> Path:

@@ -153,7 +153,7 @@ def test_round_trip_through_disk_and_bytes(trained, dev, tmp_path):
     # exclude is honoured both ways
     trained.get_pipe("attachment_predictor").to_disk(tmp_path / "no_learner", exclude=["learner"])
     assert sorted(p.name for p in (tmp_path / "no_learner").iterdir()) == [
-        "cfg.json", "inventory.json", "structpref_component.json"]
+        "cfg.json", "inventory.json", "structpref_component.json", "trained_on.json"]
     partial = spacy.blank("en").add_pipe("attachment_predictor")
     partial.from_bytes(trained.get_pipe("attachment_predictor").to_bytes(), exclude=["inventory"])
     assert partial.inventory is None

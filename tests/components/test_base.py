@@ -25,9 +25,10 @@ FACTORIES = ("distro_tagger", "distro_textcat", "forest_parser", "parse_reranker
 PARTS = {"distro_tagger": {"cfg": "cfg", "vocab": "vocab", "model": "model"},
          "distro_textcat": {"cfg": "cfg", "vocab": "vocab", "model": "model"},
          "forest_parser": {"cfg": "cfg.json", "grammar": "grammar.msgpack"},
-         "parse_reranker": {"cfg": "cfg.json", "learner": "learner"},
-         "attachment_predictor": {"cfg": "cfg.json", "inventory": "inventory.json", "learner": "learner"},
-         "kernel_textcat": {"cfg": "cfg.json", "model": "model"}}
+         "parse_reranker": {"cfg": "cfg.json", "learner": "learner", "trained_on": "trained_on.json"},
+         "attachment_predictor": {"cfg": "cfg.json", "trained_on": "trained_on.json", "inventory": "inventory.json",
+                                  "learner": "learner"},
+         "kernel_textcat": {"cfg": "cfg.json", "model": "model", "trained_on": "trained_on.json"}}
 RNN = {"@misc": "spacy_structpref.RecursiveNetLearner.v1", "width": 4}
 
 

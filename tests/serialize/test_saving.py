@@ -263,3 +263,47 @@ def test_saved_parts_refused_load_changes_nothing(tmp_path):
     with pytest.raises(SavedModelError, match="holds a saved pair, not a other"):
         type("Other", (Pair,), {"saved_as": "other"})().from_disk(tmp_path / "p")
     assert vars(pair) == {"a": 5, "b": 5}
+
+
+# -- settings given at load, the exchange, and readers ------------------------------------------
+import threading  # noqa: E402
+import warnings  # noqa: E402
+
+from spacy_structpref.saving import exchange, merged_settings, reading  # noqa: E402
+
+
+def test_merged_settings_keep_what_is_given_at_load_for_runtime_settings_only():
+    built = {"k": 3, "beam": 1, "rank": 5}  # as the config with the values given built them
+    saved = {"k": 10, "beam": 1, "rank": 5}
+    assert merged_settings("c", built, saved) == saved  # nothing given: the save's
+    with pytest.warns(UserWarning, match=r"^c: k = 3 given at load replaces the saved 10$") as caught:
+        assert merged_settings("c", built, saved, given={"k", "beam"}, runtime={"k", "beam"}) == built
+    assert len(caught) == 1  # beam given as saved: nothing to say
+    with pytest.raises(SavedModelError, match=r"c: rank = 4 \(saved: 5\) given at load: the trained model depends"):
+        merged_settings("c", {**built, "rank": 4}, saved, given={"k", "rank"}, runtime={"k"})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert merged_settings("c", built, {"k": 10}, given={"beam", "rank"}, runtime=()) == {**built, "k": 10}
+
+
+def test_exchange_swaps_two_directories_in_one_step(tmp_path):
+    _save(tmp_path / "a", {"cfg": "a"})
+    _save(tmp_path / "b", {"cfg": "b"})
+    if not exchange(tmp_path / "a", tmp_path / "b"):
+        pytest.skip("no renameat2 exchange on this system")
+    assert (tmp_path / "a" / "cfg").read_text() == "b" and (tmp_path / "b" / "cfg").read_text() == "a"
+    assert not exchange(tmp_path / "a", tmp_path / "missing")  # refused, nothing moved
+    assert (tmp_path / "a" / "cfg").read_text() == "b"
+
+
+def test_a_save_waits_for_the_readers_of_its_directory(tmp_path):
+    target = tmp_path / "m"
+    _save(target, {"cfg": "old"})
+    saver = threading.Thread(target=_save, args=(target, {"cfg": "new"}))
+    with reading(target) as path:
+        assert path == target.resolve()
+        saver.start()
+        saver.join(0.5)
+        assert saver.is_alive() and (target / "cfg").read_text() == "old"  # held back while read
+    saver.join(10)
+    assert (target / "cfg").read_text() == "new"

@@ -40,10 +40,11 @@ from spacy.tokens import Doc
 from spacy.training import Example, validate_examples, validate_get_examples
 
 from ..errors import StructPrefError
-from ..saving import Part, merged_settings
-from .base import LearnerPipe, check_spans_key, find_pipe
+from ..saving import Part
+from .base import LearnerPipe, check_spans_key, find_pipe, preceding_pipes
 
 FACTORY = "attachment_predictor"
+TAGGERS = ("distro_tagger", "tagger")  # the factories of the taggers whose tags it reads
 
 
 def find_attachment_predictor(nlp: Language) -> "AttachmentPredictor":
@@ -93,6 +94,7 @@ class AttachmentPredictor(LearnerPipe):
     factory = FACTORY
     token_extensions = ("attachment",)  # a Step.to_dict()
     doc_extensions = ("attach_fallbacks",)
+    runtime_settings = ("beam_width", "softmax_scale", "spans_key")
 
     def __init__(self, vocab, learner, name: str = FACTORY, *, reduced: bool = True,
                  specialise: bool = True, beam_width: int = 1, softmax_scale: float = 1.0,
@@ -125,7 +127,7 @@ class AttachmentPredictor(LearnerPipe):
         classes and the learner they ask for (rebuilt around the prototype
         when ``specialise`` changes, since it decides the learner's shape);
         nothing is set."""
-        c = merged_settings(self.name, self.cfg, cfg)  # only a save brings unknown keys
+        c = self._merged_cfg(cfg)  # only a save brings unknown keys
         for key in ("reduced", "specialise"):
             if not isinstance(c[key], bool):
                 raise StructPrefError(f"{self.name}: {key} must be true or false, got {c[key]!r}")
@@ -209,6 +211,15 @@ class AttachmentPredictor(LearnerPipe):
         trees = self.training_trees(eg.reference for eg in get_examples())
         self.inventory = CPInventory.from_trees(trees)
         self._learn("initialize", self._preference_sets(trees[:sample_size or None]))
+        self.trained_on = {"tagset": sorted({tag for tree in trees for _, tag in tree.pos()})}
+        if nlp is not None:
+            self.check_pipeline(nlp)
+
+    def upstream(self, nlp: Language) -> dict:
+        """The tagset of the tagger (``distro_tagger``, or spaCy's ``tagger``)
+        nearest before it, whose tags it reads; nothing without one (tagged Docs)."""
+        taggers = preceding_pipes(nlp, self.name, TAGGERS)
+        return {"tagset": sorted(nlp.get_pipe(taggers[-1]).labels)} if taggers else {}
 
     def require_inventory(self) -> None:
         """Raise a clear error unless the component is trained (has its CP inventory)."""
@@ -382,9 +393,10 @@ class AttachmentPredictor(LearnerPipe):
     # ------------------------------------------------------- serialisation
     def _parts(self) -> Dict[str, Part]:
         """``cfg`` (checked, with the foot classes and the learner it asks
-        for: :meth:`_staged_cfg`), ``inventory`` and ``learner`` (none
-        before training), the learner loaded into the one the loaded cfg
-        asks for (a learner loads all or nothing)."""
+        for: :meth:`_staged_cfg`), ``trained_on`` (the tagset of its
+        training trees), ``inventory`` and ``learner`` (none before
+        training), the learner loaded into the one the loaded cfg asks for
+        (a learner loads all or nothing)."""
         from ..incremental import CPInventory
 
         trained = self.inventory is not None
@@ -397,7 +409,7 @@ class AttachmentPredictor(LearnerPipe):
             if trained:
                 self.learner.to_disk(path)
 
-        return {"cfg": self._cfg_part(),
+        return {"cfg": self._cfg_part(), "trained_on": self._trained_on_part(),
                 "inventory": Part(lambda: self.inventory.to_json() if trained else None,
                                   lambda text: None if text is None else CPInventory.from_json(text),
                                   "inventory.json", write_inventory,

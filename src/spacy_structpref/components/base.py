@@ -9,6 +9,16 @@ every part has loaded, so that a refused save leaves the component as it
 was. Besides: the ``spans_key`` check, the gold trees of ``spans_key``, the
 ``._`` attributes a component writes, and finding a component by factory.
 
+Two things tie a component to the pipeline it is loaded into. Settings given
+at load (``spacy.load(path, config=...)``, passed on by
+:mod:`.pipeline`) replace the saved ones where they are of search, decoding
+or output (``runtime_settings``), with a warning, and are refused where the
+trained model depends on them (:func:`~spacy_structpref.saving.merged_settings`).
+And a component trained on what another component gives (a reranker on a
+parser's k-best lists, an incremental parser on a tagset) records the
+identity of that input (``trained_on``, saved with it) and refuses, in
+:meth:`StructPrefPipe.check_pipeline`, a pipeline whose input differs.
+
 :class:`LearnerPipe` adds what a component trained through a preference
 learner (``self.learner``) needs in spaCy's training loop: ``update`` goes
 to the learner, spaCy's optimizer steps the learner's Thinc networks (its
@@ -17,7 +27,9 @@ to the learner, spaCy's optimizer steps the learner's Thinc networks (its
 
 Nothing compiled is imported here: the factories stay cheap to import.
 """
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional
+import re
+from contextlib import contextmanager
+from typing import Any, Callable, Collection, Dict, Iterable, Iterator, List, Optional
 
 import srsly
 from spacy.language import Language
@@ -25,7 +37,7 @@ from spacy.pipeline import Pipe, TrainablePipe
 from spacy.tokens import Doc, Token
 from thinc.api import Model
 
-from ..errors import StructPrefError
+from ..errors import SavedModelError, StructPrefError
 from ..saving import Part, SavedParts, merged_settings
 
 
@@ -43,6 +55,16 @@ def find_pipe(nlp: Language, factory: str) -> Pipe:
     return nlp.get_pipe(names[0])
 
 
+def preceding_pipes(nlp: Language, name: str, factories: Collection[str]) -> List[str]:
+    """The names of the components made by one of ``factories`` before
+    component ``name`` in ``nlp`` (disabled ones included), nearest last;
+    none when ``name`` is not in ``nlp``."""
+    names = list(nlp.component_names)
+    if name not in names:
+        return []
+    return [n for n in names[:names.index(name)] if nlp.get_pipe_meta(n).factory in factories]
+
+
 def preceding_pipe(nlp: Language, name: str, factory: str, uses: str) -> str:
     """The name of the nearest component made by ``factory`` before component
     ``name`` in ``nlp`` (disabled ones included); a clear error when there is
@@ -50,7 +72,7 @@ def preceding_pipe(nlp: Language, name: str, factory: str, uses: str) -> str:
     names = list(nlp.component_names)
     if name not in names:
         raise StructPrefError(f"{name} is not a component of this pipeline ({names})")
-    found = [n for n in names[:names.index(name)] if nlp.get_pipe_meta(n).factory == factory]
+    found = preceding_pipes(nlp, name, (factory,))
     if not found:
         raise StructPrefError(f"{name} {uses} of a {factory}, and no {factory} "
                               f"precedes it in the pipeline {names}: add one before it")
@@ -62,13 +84,20 @@ class StructPrefPipe(SavedParts, Pipe):
 
     A component sets ``factory`` (its factory's name, which also marks its
     saves), lists the ``._`` attributes it writes (``doc_extensions``,
-    ``token_extensions``: default None) and defines ``_parts`` (each part's
-    ``put``/``read`` returns the part's staged value, checked as far as the
-    part alone allows) and ``_adopt``."""
+    ``token_extensions``: default None) and its ``runtime_settings`` (the
+    keys of ``cfg`` that a value given at load replaces), and defines
+    ``_parts`` (each part's ``put``/``read`` returns the part's staged
+    value, checked as far as the part alone allows) and ``_adopt``; one
+    trained on another component's output defines :meth:`upstream` and
+    saves :meth:`_trained_on_part`."""
 
     factory = ""
     doc_extensions: tuple = ()
     token_extensions: tuple = ()
+    runtime_settings: tuple = ()
+    # {what: identity} of the input it was trained on (see upstream); None: nothing recorded
+    trained_on: Optional[Dict[str, Any]] = None
+    _given: frozenset = frozenset()  # the settings given at load, while loading
 
     @property
     def saved_as(self) -> str:
@@ -113,17 +142,61 @@ class StructPrefPipe(SavedParts, Pipe):
                 "(convert the treebank with `python -m spacy_structpref convert ptb corpus/ptb`)")
         return trees
 
+    # -- the pipeline ---------------------------------------------------------
+    def upstream(self, nlp: Language) -> Dict[str, Any]:
+        """The identities, ``{what: identity}``, of what this component's
+        training depends on in ``nlp`` now (compared with :attr:`trained_on`);
+        what ``nlp`` lacks is left out. By default: nothing."""
+        return {}
+
+    def check_pipeline(self, nlp: Language) -> None:
+        """Raise a clear error when ``nlp`` gives this component another
+        input than the one it was trained on (:attr:`trained_on` against
+        :meth:`upstream`): a pipeline put together from different trainings."""
+        if not self.trained_on:
+            return
+        now = self.upstream(nlp)
+        for what, identity in self.trained_on.items():
+            if what in now and now[what] != identity:
+                raise StructPrefError(
+                    f"{self.name} was trained on another {what} than this pipeline's "
+                    f"({_difference(identity, now[what])}): the pipeline was put together from different "
+                    f"trainings; train {self.name} again in this pipeline (nlp.initialize), or load the "
+                    "pipeline it was saved with")
+
+    def _trained_on_part(self) -> Part:
+        """:attr:`trained_on` as ``trained_on.json`` (``null``: nothing recorded)."""
+        return Part(lambda: self.trained_on, _checked_trained_on, "trained_on.json",
+                    lambda path: srsly.write_json(path, self.trained_on),
+                    lambda path: _checked_trained_on(srsly.read_json(path)))
+
     # -- saving ---------------------------------------------------------------
     def _parts(self) -> Dict[str, Part]:
         raise NotImplementedError
+
+    @contextmanager
+    def settings_given_at_load(self, keys: Collection[str]) -> Iterator[None]:
+        """Load, within the block, as with the settings ``keys`` given by the
+        user (their values are this component's, built from the config with
+        them): a runtime one replaces the saved value, any other must equal it
+        (:func:`~..saving.merged_settings`)."""
+        self._given = frozenset(keys)
+        try:
+            yield
+        finally:
+            self._given = frozenset()
+
+    def _merged_cfg(self, saved: dict) -> dict:
+        """``saved`` merged into the settings, with those given at load (:func:`~..saving.merged_settings`)."""
+        return merged_settings(self.name, self.cfg, saved, self._given, self.runtime_settings)
 
     def _check_cfg(self, cfg: dict) -> None:
         """Raise a clear error for a bad setting of ``cfg``."""
 
     def _staged_cfg(self, saved: dict) -> Any:
         """The settings with those of ``saved`` in place (a key this
-        component lacks is refused: :func:`~..saving.merged_settings`), checked."""
-        cfg = merged_settings(self.name, self.cfg, saved)
+        component lacks is refused: :meth:`_merged_cfg`), checked."""
+        cfg = self._merged_cfg(saved)
         self._check_cfg(cfg)
         return cfg
 
@@ -154,6 +227,33 @@ class StructPrefPipe(SavedParts, Pipe):
             parts[name] = part._replace(put=into(name, part.put), read=into(name, part.read))
         load(parts)
         self._adopt(staged)
+        if "trained_on" in staged:
+            self.trained_on = staged["trained_on"]
+
+
+def _difference(trained, now) -> str:
+    """How an input's identity at training (a tag list, or a digest) differs from ``now``."""
+    if isinstance(trained, list) and isinstance(now, list):
+        extra, missing = sorted(set(now) - set(trained)), sorted(set(trained) - set(now))
+        return "; ".join(part for part in (extra and f"tags it never saw: {extra}",
+                                           missing and f"tags it was trained on missing: {missing}") if part)
+    return f"SHA-256 {str(trained)[:12]}… when trained, {str(now)[:12]}… here"
+
+
+def _checked_trained_on(saved) -> Optional[Dict[str, Any]]:
+    """A saved :attr:`StructPrefPipe.trained_on`: null, or names mapped to a
+    SHA-256 digest or a list of tags."""
+    def identity(value) -> bool:
+        if isinstance(value, str):
+            return re.fullmatch(r"[0-9a-f]{64}", value) is not None
+        return isinstance(value, list) and all(isinstance(tag, str) for tag in value)
+
+    if saved is None:
+        return None
+    if not isinstance(saved, dict) or not all(isinstance(k, str) and identity(v) for k, v in saved.items()):
+        raise SavedModelError(f"the saved trained_on must map names to a SHA-256 digest or a list of tags, "
+                              f"got {saved!r}")
+    return saved
 
 
 def learner_networks(learner) -> List[Model]:

@@ -177,7 +177,7 @@ class DistroPipe(StructPrefPipe, TrainablePipe):
         settings), ``vocab`` and ``model`` (thinc's bytes, checked against
         this model before anything loads: :meth:`_saved_n_out`)."""
         def cfg(saved: dict) -> dict:
-            return {**self.cfg, **saved}
+            return self._merged_cfg(saved)
 
         def model(data: bytes) -> Tuple[bytes, Optional[int]]:
             return data, self._saved_n_out(srsly.msgpack_loads(data))

@@ -31,6 +31,7 @@ class DistroTaggerComponent(DistroPipe):
     """Sequence tagger with label vectors; see the module docstring."""
 
     factory = "distro_tagger"
+    runtime_settings = ("overwrite",)
 
     def __init__(self, vocab, model: Model, name: str = "distro_tagger", *,
                  overwrite: bool = False, w_steps: int = 100, a_steps: int = 20,

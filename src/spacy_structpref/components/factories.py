@@ -4,7 +4,8 @@ settings.
 
 spaCy imports every plugin's factories whenever a pipeline is created, so
 this module stays cheap: each factory imports its component when it builds
-one.
+one. Each also guards the pipeline it builds for (:func:`.pipeline.guard_pipeline`):
+``nlp.to_disk`` and ``spacy.load`` then save and load it as a whole.
 """
 from typing import Callable, List, Optional
 
@@ -14,6 +15,7 @@ from thinc.api import Model
 from ..learners.registrations import perceptron_config
 from ..models import span_crf  # noqa: F401  (registers spacy_structpref.SpanCRF.v1)
 from .forest_parser import DEFAULT_CONFIG as FOREST_PARSER_CONFIG
+from .pipeline import guard_pipeline
 
 
 def distro_model(features: str) -> dict:
@@ -41,6 +43,7 @@ PARSEVAL_WEIGHTS = {"parseval_f": 1.0, "parseval_p": 0.0, "parseval_r": 0.0, "pa
 def make_distro_tagger(nlp: Language, name: str, model: Model, overwrite: bool, w_steps: int,
                        a_steps: int, nuclear_lambda: float, a_learn_rate_scale: float,
                        cost: float, tag_dict_min_count: Optional[int], scorer: Optional[Callable]):
+    guard_pipeline(nlp)
     from .distro_tagger import DistroTaggerComponent
 
     return DistroTaggerComponent(nlp.vocab, model, name, overwrite=overwrite, w_steps=w_steps,
@@ -59,6 +62,7 @@ def make_distro_tagger(nlp: Language, name: str, model: Model, overwrite: bool, 
 def make_distro_textcat(nlp: Language, name: str, model: Model, w_steps: int, a_steps: int,
                         nuclear_lambda: float, a_learn_rate_scale: float, cost: float,
                         scorer: Optional[Callable]):
+    guard_pipeline(nlp)
     from .distro_textcat import DistroTextcat
 
     return DistroTextcat(nlp.vocab, model, name, w_steps=w_steps, a_steps=a_steps,
@@ -74,6 +78,7 @@ def make_distro_textcat(nlp: Language, name: str, model: Model, w_steps: int, a_
 )
 def make_forest_parser(nlp: Language, name: str, model: Model, threshold: float, max_length: Optional[int],
                        k: int, set_tags: bool, store_forest: bool, spans_key: str, scorer: Optional[Callable]):
+    guard_pipeline(nlp)
     from .forest_parser import ForestParser
 
     return ForestParser(nlp.vocab, model, name, scorer=scorer, threshold=threshold, max_length=max_length, k=k,
@@ -95,6 +100,7 @@ def make_forest_parser(nlp: Language, name: str, model: Model, threshold: float,
 )
 def make_parse_reranker(nlp: Language, name: str, learner, k: int, n_folds: int, n_jobs: Optional[int],
                         min_gap: float, set_tags: bool, spans_key: str, scorer: Optional[Callable]):
+    guard_pipeline(nlp)
     from .parse_reranker import ParseReranker
 
     return ParseReranker(nlp.vocab, learner, name, k=k, n_folds=n_folds, n_jobs=n_jobs, min_gap=min_gap,
@@ -117,6 +123,7 @@ def make_parse_reranker(nlp: Language, name: str, learner, k: int, n_folds: int,
 def make_attachment_predictor(nlp: Language, name: str, learner, reduced: bool, specialise: bool,
                               beam_width: int, softmax_scale: float, foot_classes, spans_key: str,
                               scorer: Optional[Callable]):
+    guard_pipeline(nlp)
     from .attachment_predictor import AttachmentPredictor
 
     return AttachmentPredictor(nlp.vocab, learner, name, reduced=reduced, specialise=specialise,
@@ -138,6 +145,7 @@ def make_attachment_predictor(nlp: Language, name: str, learner, reduced: bool, 
 )
 def make_kernel_textcat(nlp: Language, name: str, kernel, C_grid: List[float], dev_every: int, n_threads: int,
                         scorer: Optional[Callable]):
+    guard_pipeline(nlp)
     from .kernel_textcat import KernelTextCategorizer
 
     return KernelTextCategorizer(nlp.vocab, kernel, name, C_grid=C_grid, dev_every=dev_every,

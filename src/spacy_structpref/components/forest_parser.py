@@ -23,6 +23,7 @@ the same for both (``parsing.settings.SHARED_SETTINGS``). Heavy modules
 (nltk, the compiled chart and forest code) load lazily so that importing
 this module stays cheap.
 """
+import hashlib
 from typing import Callable, Dict, Iterable, Optional
 
 from spacy.language import Language
@@ -66,6 +67,7 @@ class ForestParser(StructPrefPipe, TrainablePipe):
     batch in one forward pass; a batch that raises goes to the handler)."""
 
     factory = "forest_parser"
+    runtime_settings = SHARED_SETTINGS
 
     def __init__(self, vocab, model: Model, name: str = "forest_parser", *, scorer: Optional[Callable] = None,
                  **cfg):
@@ -78,6 +80,7 @@ class ForestParser(StructPrefPipe, TrainablePipe):
         self.cfg = {"model": ARCHITECTURES[model.name], **shared_settings(cfg)}
         self.scorer = scorer
         self._parser = None
+        self._identity = (None, None)  # (the grammar, its identity): computed once per grammar
         self.register_extensions()
 
     @property
@@ -108,6 +111,26 @@ class ForestParser(StructPrefPipe, TrainablePipe):
     def grammar(self):
         """The PCFG's grammar (None before ``initialize``, and for a span CRF)."""
         return self.model.attrs["grammar"] if self.is_pcfg else None
+
+    def identity(self) -> Optional[str]:
+        """The SHA-256 of what the parser's output depends on, which the
+        components trained on its output record (``trained_on``): the PCFG's
+        grammar; for the span CRF its span labels and tags, not its weights,
+        which train on in ``spacy train`` beside those components. None
+        before training."""
+        import srsly
+
+        if self.is_pcfg:
+            grammar = self.grammar
+            if grammar is None:
+                return None
+            if self._identity[0] is not grammar:
+                self._identity = (grammar, hashlib.sha256(srsly.msgpack_dumps(grammar.to_dict())).hexdigest())
+            return self._identity[1]
+        if self._parser is None:
+            return None
+        data = {"labels": self._parser.labels.to_dict(), "tags": list(self._parser.tags)}
+        return hashlib.sha256(srsly.msgpack_dumps(data)).hexdigest()
 
     # ------------------------------------------------------------- training
     def initialize(self, get_examples: Callable[[], Iterable[Example]], *, nlp: Optional[Language] = None):

@@ -29,7 +29,7 @@ from spacy.training import Example, validate_get_examples
 
 from ..errors import SavedModelError, StructPrefError
 from ..saving import Part
-from .base import StructPrefPipe, preceding_pipe
+from .base import StructPrefPipe, preceding_pipe, preceding_pipes
 
 
 class KernelTextCategorizer(StructPrefPipe):
@@ -40,6 +40,7 @@ class KernelTextCategorizer(StructPrefPipe):
     ``n_threads`` (binary SVMs trained at once). See the module docstring."""
 
     factory = "kernel_textcat"
+    runtime_settings = ("n_threads",)
 
     def __init__(self, vocab, kernel, name: str = "kernel_textcat", *, C_grid: Iterable[float] = (1.0,),
                  dev_every: int = 10, n_threads: int = 2, scorer: Optional[Callable] = None):
@@ -69,7 +70,7 @@ class KernelTextCategorizer(StructPrefPipe):
         """Saved settings: the same keys as these, checked."""
         if set(saved) != set(self.cfg):
             raise SavedModelError(f"{self.name}: the saved settings {sorted(saved)} are not {sorted(self.cfg)}")
-        return self._checked_cfg(saved)
+        return self._checked_cfg(self._merged_cfg(saved))
 
     def _new_classifier(self, cfg: dict):
         from ..classification.classifier import KernelClassifier
@@ -140,6 +141,13 @@ class KernelTextCategorizer(StructPrefPipe):
             labels = sorted({label for eg in examples for label in eg.reference.cats})
         docs = self._parsed([eg.predicted for eg in examples], nlp, upstream)
         self.classifier.fit(docs, gold, list(labels))
+        self.trained_on = self.upstream(nlp) or None
+
+    def upstream(self, nlp: Language) -> dict:
+        """The identity of the ``forest_parser`` before it, whose parses it classifies."""
+        parsers = preceding_pipes(nlp, self.name, ("forest_parser",))
+        identity = nlp.get_pipe(parsers[-1]).identity() if parsers else None
+        return {"forest_parser": identity} if identity else {}
 
     def update(self, examples: Iterable[Example], *, drop: float = 0.0, sgd=None,
                losses: Optional[Dict[str, float]] = None) -> Dict[str, float]:
@@ -169,10 +177,11 @@ class KernelTextCategorizer(StructPrefPipe):
 
     # ------------------------------------------------------- serialisation
     def _parts(self) -> Dict[str, Part]:
-        """``cfg`` (the same settings, checked) and ``model`` (the trained
+        """``cfg`` (the same settings, checked), ``model`` (the trained
         SVMs, none before training): a save with a model loads into the
         classifier its cfg describes, one without leaves the component
-        untrained."""
+        untrained; and ``trained_on``, the identity of the parser whose
+        parses it was trained on."""
         def write_model(path) -> None:
             if self.classifier.is_trained:
                 path.mkdir()
@@ -184,7 +193,8 @@ class KernelTextCategorizer(StructPrefPipe):
         return {"cfg": self._cfg_part(),
                 "model": Part(lambda: self.classifier.to_bytes() if self.classifier.is_trained else None,
                               lambda data: None if data is None else lambda classifier: classifier.from_bytes(data),
-                              "model", write_model, read_model)}
+                              "model", write_model, read_model),
+                "trained_on": self._trained_on_part()}
 
     def _adopt(self, staged: dict) -> None:
         """A new classifier for the loaded cfg, with the loaded model if any."""

@@ -38,7 +38,7 @@ from spacy.util import ensure_path
 
 from ..errors import StructPrefError
 from ..saving import Part
-from .base import LearnerPipe, check_spans_key, preceding_pipe
+from .base import LearnerPipe, check_spans_key, preceding_pipe, preceding_pipes
 
 
 class ParseReranker(LearnerPipe):
@@ -52,6 +52,7 @@ class ParseReranker(LearnerPipe):
 
     factory = "parse_reranker"
     doc_extensions = ("rerank",)  # {"index", "score", "scores"} of the chosen parse
+    runtime_settings = ("k", "n_folds", "n_jobs", "min_gap", "set_tags", "spans_key")
 
     def __init__(self, vocab, learner, name: str = "parse_reranker", *, k: int = 50, n_folds: int = 10,
                  n_jobs: Optional[int] = None, min_gap: float = 0.05, set_tags: bool = True,
@@ -82,7 +83,7 @@ class ParseReranker(LearnerPipe):
         check_spans_key(self.name, c["spans_key"])
 
     # --------------------------------------------------------- the pipeline
-    def check_pipeline(self, nlp: Language):
+    def preceding_parser(self, nlp: Language):
         """The ``forest_parser`` whose lists this component reranks: the
         nearest one before it in ``nlp``; a clear error when there is none,
         or when its k is smaller than this component's."""
@@ -93,6 +94,14 @@ class ParseReranker(LearnerPipe):
                                   f"{self.cfg['k']} candidates: set the forest_parser's k to at least "
                                   f"{self.cfg['k']}, or the reranker's k to at most {parser.cfg['k']}")
         return parser
+
+    def upstream(self, nlp: Language) -> dict:
+        """The identity of the ``forest_parser`` before it (see
+        :meth:`~.forest_parser.ForestParser.identity`), its k checked."""
+        if not preceding_pipes(nlp, self.name, ("forest_parser",)):
+            return {}
+        identity = self.preceding_parser(nlp).identity()
+        return {"forest_parser": identity} if identity else {}
 
     # ------------------------------------------------------------- training
     def initialize(self, get_examples: Callable[[], Iterable[Example]], *, nlp: Optional[Language] = None,
@@ -105,7 +114,7 @@ class ParseReranker(LearnerPipe):
         validate_get_examples(get_examples, f"{type(self).__name__}.initialize")
         if nlp is None:
             raise StructPrefError(f"{self.name}.initialize needs the pipeline (nlp=...) to find its forest_parser")
-        parser = self.check_pipeline(nlp)
+        parser = self.preceding_parser(nlp)
         path = ensure_path(lists) if lists else None
         if path is not None and path.exists():
             items = load_items(path, learner_symbols(self.learner))
@@ -126,6 +135,7 @@ class ParseReranker(LearnerPipe):
             raise StructPrefError(f"{self.name}: no training list has two candidates to choose from")
         self.learner.initialize(sets, gold)
         self._ready = True
+        self.trained_on = self.upstream(nlp) or None
 
     def update(self, examples: Iterable[Example], *, drop: float = 0.0, sgd=None,
                losses: Optional[Dict[str, float]] = None) -> Dict[str, float]:
@@ -204,8 +214,10 @@ class ParseReranker(LearnerPipe):
 
     # ------------------------------------------------------- serialisation
     def _parts(self) -> Dict[str, Part]:
-        """``cfg`` (merged into the settings, checked) and ``learner`` (none
-        before training), loaded into the learner, which loads all or nothing."""
+        """``cfg`` (merged into the settings, checked), ``learner`` (none
+        before training), loaded into the learner, which loads all or
+        nothing, and ``trained_on``, the identity of the parser it was
+        trained against."""
         def write_learner(path) -> None:
             if self._ready:
                 self.learner.to_disk(path)
@@ -213,7 +225,8 @@ class ParseReranker(LearnerPipe):
         return {"cfg": self._cfg_part(),
                 "learner": Part(lambda: self.learner.to_bytes() if self._ready else None,
                                 lambda data: None if data is None else self.learner.from_bytes(data),
-                                "learner", write_learner, self.learner.from_disk)}
+                                "learner", write_learner, self.learner.from_disk),
+                "trained_on": self._trained_on_part()}
 
     def _adopt(self, staged: dict) -> None:
         self.cfg = staged.get("cfg", self.cfg)
