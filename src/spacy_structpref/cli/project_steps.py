@@ -191,6 +191,12 @@ def step_figure(outputs: List[str], root: Path) -> str:
     return "; ".join(parts)
 
 
+def is_summary(command: Optional[dict]) -> bool:
+    """Whether a project command prints this table (a workflow's last step)."""
+    return bool(command) and any(line.split()[:4] == ["python", "-m", "spacy_structpref", "summary"]
+                                 for line in command.get("script", []))
+
+
 SUMMARY_HEADER = ("step", "time", "finished", "status", "key figure")
 SUMMARY_ALIGNS = ("l", "r", "l", "l", "l")
 
@@ -209,7 +215,7 @@ def summary_rows(project_dir: Path = Path("."), workflow: str = "all", timings: 
     times = _read_timings(project_dir / (timings or TIMINGS))
     rows, total = [], 0.0
     for step in config["workflows"][workflow]:
-        if step == "summary":  # this table
+        if is_summary(commands.get(step)):  # this table
             continue
         entry = times.get(step)
         outputs = commands[step].get("outputs", []) if step in commands else []
