@@ -76,6 +76,10 @@ def test_key_figures(tmp_path, nlp):
         {"tags": "gold", "search": "greedy", "f1_40": 66.24}, {"tags": "gold", "search": "beam", "f1_40": 68.14},
         {"tags": "tagger", "search": "greedy", "f1_40": 60.0}]}))
     assert key_figure(attach) == "F1 ≤40 greedy 66.24, beam 68.14; L_1 16.86 %"
+    selection = tmp_path / "parser_selection.json"
+    selection.write_text(json.dumps({"selected": "span", "metric": "parseval_f", "candidates": [
+        {"model": "pcfg", "dev": {"parseval_f": 0.7612}}, {"model": "span", "dev": {"parseval_f": 0.8686}}]}))
+    assert key_figure(selection) == "selected span (dev PARSEVAL F: pcfg 76.12, span 86.86)"
     (tmp_path / "broken.json").write_text("{")
     assert key_figure(tmp_path / "broken.json") == ""
     DocBin(docs=[Doc(nlp.vocab, words=["a"])] * 3).to_disk(tmp_path / "train.spacy")

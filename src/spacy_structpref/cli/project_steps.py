@@ -106,8 +106,8 @@ def json_form(data) -> str:
     form: ``learning_curve`` (learning_curve.json), ``parseval``
     (evaluate-parse), ``reranker`` (a reranking table's rows, first the
     1-best, last the oracle), ``incremental`` (the incremental parser's
-    rows), ``attachment_tables``, ``spacy_scores`` (spacy evaluate) or
-    ``other``."""
+    rows), ``attachment_tables``, ``spacy_scores`` (spacy evaluate),
+    ``parser_selection`` (select-parser) or ``other``."""
     if not isinstance(data, dict):
         return "other"
     if "summary" in data and "metric" in data:
@@ -124,6 +124,8 @@ def json_form(data) -> str:
         return "attachment_tables"
     if "speed" in data:
         return "spacy_scores"
+    if "selected" in data and isinstance(data.get("candidates"), list):
+        return "parser_selection"
     return "other"
 
 
@@ -149,6 +151,10 @@ def _json_figure(data) -> str:
         text = ", ".join(f"{r.get('search', '')} {r['f1_40']:.2f}" for r in gold)
         loss = (data.get("L") or {}).get("1")
         return f"F1 ≤40 {text}" + (f"; L_1 {loss:.2f} %" if loss is not None else "")
+    if form == "parser_selection":
+        metric = data["metric"]
+        return f"selected {data['selected']} (dev {SCORE_NAMES.get(metric, metric)}: " + ", ".join(
+            f"{c['model']} {format_score(c['dev'][metric])}" for c in data["candidates"]) + ")"
     return _scores(data)
 
 
