@@ -92,11 +92,14 @@ def run_timed(step: str, command: List[str], timings: Path = TIMINGS) -> int:
 
 
 # ------------------------------------------------------------------ figures
-# the scores a summary row shows (a trained pipeline's dev scores, spacy evaluate's JSON)
+# the scores a summary row shows (a trained pipeline's dev scores, spacy evaluate's JSON); a
+# classifier's alone where it has them (a parser before it is a means, scored on no gold trees)
 KEY_SCORES = ("tag_acc", "parseval_f", "parseval_f_40", "attach_acc")
+CLASSIFIER_SCORES = ("cats_accuracy", "cats_macro_f")
 
 
-def _scores(scores: dict, keys=KEY_SCORES) -> str:
+def _scores(scores: dict) -> str:
+    keys = CLASSIFIER_SCORES if any(k in scores for k in CLASSIFIER_SCORES) else KEY_SCORES
     return ", ".join(f"{SCORE_NAMES[k]} {format_score(scores[k])}" for k in keys
                      if k in scores and isinstance(scores[k], float))
 
