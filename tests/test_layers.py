@@ -15,7 +15,7 @@ import spacy_structpref
 PACKAGE = "spacy_structpref"
 # Low to high; a package may import its own layer and the ones below.
 LAYERS = (
-    (PACKAGE, "about", "errors", "lazy", "saving"),
+    (PACKAGE, "about", "errors", "lazy", "progress", "saving"),
     ("corpora", "scoring", "trees"),
     ("kernels", "models", "parsing"),
     ("learners",),

@@ -8,8 +8,9 @@ import pytest
 from spacy.tokens import DocBin
 
 from spacy_structpref.cli.convert import convert
-from spacy_structpref.cli.learning_curve import (TokenProgress, _run_all, job_order, learning_curve, summarize,
-                                                 table, write_subsets)
+from spacy_structpref import progress as progress_module
+from spacy_structpref.cli.learning_curve import (TokenProgress, _run_all, job_order, learning_curve, logged_fraction,
+                                                 summarize, table, training_limits, write_subsets)
 from spacy_structpref.errors import StructPrefError
 
 from tests.helpers.paths import CONFIGS
@@ -159,10 +160,46 @@ def test_running_runs_count_half_at_the_finished_runs_rate():
     assert progress.count(1000.0) == 2000 + 4000 / 2  # never more than half the running run
 
 
-def test_bar_shows_running_runs_before_they_end(tmp_path, capsys):
+SPACY_TRAIN_LOG = """$ python -m spacy train configs/distro_sparse.cfg --output run/model
+\u2139 Pipeline: ['distro_tagger']
+E    #       LOSS DISTRO...  TAG_ACC  SCORE
+---  ------  --------------  -------  ------
+  0       0          123.45    45.67    0.46
+  1     150         2345.60    93.10    0.93
+"""
+
+
+def test_a_running_run_counts_from_its_first_logged_epoch(tmp_path):
+    """Before any run ends there is no rate to go by: a running run counts
+    the share of its epochs (or steps) its training table shows done, so
+    that the bar has an ETA from its first logged evaluation on."""
+    log = tmp_path / "run.log"
+    assert logged_fraction(log, 15, 0) == 0.0  # no log yet
+    log.write_text(SPACY_TRAIN_LOG.split("  1 ")[0])
+    assert logged_fraction(log, 15, 0) == 0.0 and logged_fraction(log, 15, 49) == 1 / 50  # step 0 of 0-49
+    log.write_text(SPACY_TRAIN_LOG)
+    assert logged_fraction(log, 15, 0) == 1 / 15 and logged_fraction(log, 4, 301) == 0.5  # steps 0-150 of 0-301
+    progress = TokenProgress({"a": 3000, "b": 1500}, fraction=lambda job: logged_fraction(log, 15, 0))
+    progress.start("a", 0.0)
+    progress.start("b", 0.0)
+    assert progress.count(5.0) == pytest.approx((3000 + 1500) / 15)
+    progress.finish("a", 10.0)  # 300 tokens a second: b's 10 s count for min(1500, 3000) / 2, more than its log
+    assert progress.count(10.0) == 3000 + 750
+
+
+def test_training_limits_read_the_config_and_its_overrides():
+    config = CONFIGS / "distro_sparse.cfg"
+    assert training_limits(config) == (15, 0)
+    assert training_limits(config, ["--training.max_epochs", "3", "--training.max_steps=50", "--x", "1"]) == (3, 50)
+    with pytest.raises(StructPrefError, match="--training.max_steps must be a whole number"):
+        training_limits(config, ["--training.max_steps", "many"])
+
+
+def test_bar_shows_running_runs_before_they_end(tmp_path, capsys, monkeypatch):
     """With two workers, the first run's end also counts what the longer
     run beside it has probably done: the bar passes the first run's tokens
     before the second run ends."""
+    monkeypatch.setattr(progress_module, "LOG_INTERVAL", 0.0)  # every status a line
     jobs, tokens = ["first", "longer"], {"first": 1000, "longer": 4000}
 
     def one(job, plan):

@@ -19,7 +19,7 @@ from spacy_structpref.cli.spacy_commands import score_rows
 from spacy_structpref.corpora import corpus_docs
 
 from tests.helpers.fixtures import slow_fixture
-from tests.helpers.paths import CONFIGS, SHIPPED_CONFIGS
+from tests.helpers.paths import CONFIGS, TRAINING_CONFIGS
 
 PARSERS = ("forest_parser", "parse_reranker", "attachment_predictor")
 
@@ -34,7 +34,7 @@ def test_factories_declare_scores_spacy_shows(factory):
     assert wanted <= train_columns
 
 
-@pytest.mark.parametrize("config", SHIPPED_CONFIGS)
+@pytest.mark.parametrize("config", TRAINING_CONFIGS)
 def test_configs_train_tables_show_the_main_scores(config):
     cfg = load_config(CONFIGS / config, interpolate=False)
     columns = {k for k, v in cfg["training"]["score_weights"].items() if v is not None}

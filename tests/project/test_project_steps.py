@@ -11,8 +11,8 @@ import pytest
 import srsly
 from spacy.tokens import Doc, DocBin
 
-from spacy_structpref.cli.project_steps import (NEW_RUN_GAP, duration, key_figure, record, run_timed,
-                                                step_figure, summary)
+from spacy_structpref.cli.project_steps import (NEW_RUN_GAP, duration, is_summary, key_figure, record,
+                                                run_timed, step_figure, summary)
 from spacy_structpref.errors import StructPrefError
 from tests.helpers.paths import ROOT
 
@@ -55,6 +55,9 @@ def test_key_figures(tmp_path, nlp):
     tagger = tmp_path / "tagger.json"
     tagger.write_text(json.dumps({"tag_acc": 0.96129, "speed": 1000.0}))
     assert key_figure(tagger) == "TAG 96.13"
+    textcat = tmp_path / "textcat.json"
+    textcat.write_text(json.dumps({"parseval_f": 0.0, "cats_accuracy": 0.914, "cats_macro_f": 0.8812, "speed": 9.0}))
+    assert key_figure(textcat) == "CATS ACC 91.40, CATS MACRO F 88.12"
     model = tmp_path / "model-best"
     model.mkdir()
     (model / "meta.json").write_text(json.dumps({"performance": {"parseval_f": 0.75, "parseval_f_40": 0.7612,
@@ -76,6 +79,10 @@ def test_key_figures(tmp_path, nlp):
         {"tags": "gold", "search": "greedy", "f1_40": 66.24}, {"tags": "gold", "search": "beam", "f1_40": 68.14},
         {"tags": "tagger", "search": "greedy", "f1_40": 60.0}]}))
     assert key_figure(attach) == "F1 ≤40 greedy 66.24, beam 68.14; L_1 16.86 %"
+    selection = tmp_path / "parser_selection.json"
+    selection.write_text(json.dumps({"selected": "span", "metric": "parseval_f", "candidates": [
+        {"model": "pcfg", "dev": {"parseval_f": 0.7612}}, {"model": "span", "dev": {"parseval_f": 0.8686}}]}))
+    assert key_figure(selection) == "selected span (dev PARSEVAL F: pcfg 76.12, span 86.86)"
     (tmp_path / "broken.json").write_text("{")
     assert key_figure(tmp_path / "broken.json") == ""
     DocBin(docs=[Doc(nlp.vocab, words=["a"])] * 3).to_disk(tmp_path / "train.spacy")
@@ -119,20 +126,38 @@ commands:
 
 
 def _project():
-    return srsly.read_yaml(ROOT / "project.yml")
+    from weasel.util import load_project_config
+
+    return load_project_config(ROOT)  # variables filled in
 
 
-def test_every_step_of_all_is_timed_and_the_summary_ends_it():
+@pytest.mark.parametrize("workflow", ["all", "paper"])
+def test_every_step_is_timed_and_the_summary_ends_the_workflow(workflow):
     project = _project()
-    steps = project["workflows"]["all"]
+    steps = project["workflows"][workflow]
     commands = {c["name"]: c for c in project["commands"]}
-    assert steps[-1] == "summary" and commands["summary"]["script"] == ["python -m spacy_structpref summary --workflow all"]
+    assert commands[steps[-1]]["script"] == [f"python -m spacy_structpref summary --workflow {workflow}"]
+    assert is_summary(commands[steps[-1]]) and not any(is_summary(commands[s]) for s in steps[:-1])
     for step in steps[:-1]:
         for line in commands[step]["script"]:
             words = shlex.split(line)
             assert words[:6] == ["python", "-m", "spacy_structpref", "timed", step, "--"], line
-    # Brown is converted on request: nothing in `all` reads it yet
-    assert "convert-brown" in commands and "convert-brown" not in steps
+
+
+def test_the_main_job_makes_the_package_and_leaves_the_papers_tables_to_paper():
+    project = _project()
+    steps, paper = project["workflows"]["all"], project["workflows"]["paper"]
+    commands = {c["name"]: c for c in project["commands"]}
+    for step in ("select-parser", "package", "train-kernel-textcat-tree", "report"):
+        assert step in steps
+    assert steps.index("select-parser") > max(steps.index("evaluate-forest-parser"), steps.index("evaluate-span-parser"))
+    assert steps.index("package") > max(steps.index(s) for s in ("train-parse-reranker", "select-parser",
+                                                                 "train-attachment-predictor"))
+    assert any(o.startswith("packages/") and o.endswith(".tar.gz") for o in commands["package"]["outputs"])
+    for table in ("tagger-learning-curve", "rerank-table", "attachment-tables", "attachment-pictures",
+                  "brown-learning-curve", "textcat-bench", "qc-distro"):
+        assert table in paper and table not in steps
+    # Brown is the paper's: nothing in `all` reads it
     assert not any("corpus/brown" in dep for step in steps for dep in commands[step].get("deps", []))
 
 

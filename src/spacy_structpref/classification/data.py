@@ -34,13 +34,14 @@ def parse_docs(nlp, docs: Iterable, n_process: int = 1, batch_size: int = 64, pr
     ``doc._.nbest`` is dropped (the classifier reads the 1-best tree and the
     forest)."""
     from spacy.tokens import Doc
-    from tqdm import tqdm
+
+    from ..progress import progress_bar
 
     docs = list(docs)
     fresh = (Doc(nlp.vocab, words=[t.text for t in d], spaces=[bool(t.whitespace_) for t in d]) for d in docs)
     out = []
-    for gold, doc in tqdm(zip(docs, nlp.pipe(fresh, batch_size=batch_size, n_process=n_process)),
-                          total=total or len(docs), desc="parse", unit="doc", disable=not progress):
+    for gold, doc in progress_bar(zip(docs, nlp.pipe(fresh, batch_size=batch_size, n_process=n_process)),
+                                  total=total or len(docs), desc="parse", unit="doc", disable=not progress):
         doc.cats = dict(gold.cats)
         if doc.has_extension("nbest"):
             doc._.nbest = None

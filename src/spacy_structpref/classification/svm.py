@@ -97,7 +97,7 @@ def tune_C(K: np.ndarray, y: np.ndarray, n_classes: int, held_out: np.ndarray, g
            n_threads: int = 1, progress: bool = False) -> Dict[float, float]:
     """Accuracy on the ``held_out`` items of the SVMs trained on the others,
     for each C of ``grid``."""
-    from tqdm import tqdm
+    from ..progress import progress_bar
 
     grid = [check_C(c) for c in grid]
     if not grid:
@@ -108,7 +108,7 @@ def tune_C(K: np.ndarray, y: np.ndarray, n_classes: int, held_out: np.ndarray, g
         raise StructPrefError(f"tuning C needs training and held-out items, got {len(train)} and {len(dev)}")
     K_train = K[np.ix_(train, train)]
     scores = {}
-    for C in tqdm(grid, desc="tune C", unit="C", disable=not progress):
+    for C in progress_bar(grid, desc="tune C", unit="C", disable=not progress):
         model = fit_one_vs_rest(K_train, y[train], n_classes, C, n_threads)
         rows = K[np.ix_(dev, train[model.support])]
         scores[C] = float(np.mean(predict(model, rows) == y[dev]))

@@ -206,6 +206,7 @@ def summary_cli(
 from . import scale_out  # noqa: E402,F401  (registers parse-corpus, jackknife-lists, attachment-utilities, gram)
 from . import attachment  # noqa: E402,F401  (registers attachment-tables, attachment-pca, attachment-alternatives)
 from . import report  # noqa: E402,F401  (registers report: the results page)
+from . import package  # noqa: E402,F401  (registers select-parser, package-meta: the pipeline package)
 
 
 def main() -> None:

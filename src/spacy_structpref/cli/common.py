@@ -5,13 +5,17 @@ from pathlib import Path
 from typing import Callable, Optional
 
 import typer
-from wasabi import Printer
+from wasabi.util import locale_escape
 
 from ..errors import StructPrefError
 
 app = typer.Typer(name="spacy_structpref", no_args_is_help=True, add_completion=False,
                   help="spacy-structpref: data preparation, evaluation and inspection commands.")
-_failure = Printer(no_print=True)  # formats wasabi's failure line; typer.echo puts it on stderr
+
+
+def failure_line(message: str) -> str:
+    """wasabi's failure line (``✘``, red on a terminal) left unwrapped: one line however long."""
+    return typer.style(locale_escape(f"\u2718 {message}"), fg="red")
 
 
 def command(name: str, **settings) -> Callable[[Callable], Callable]:
@@ -24,7 +28,7 @@ def command(name: str, **settings) -> Callable[[Callable], Callable]:
             try:
                 return func(*args, **kwargs)
             except StructPrefError as err:
-                typer.echo(_failure.fail(str(err)), err=True)
+                typer.echo(failure_line(str(err)), err=True)  # colour dropped when not a terminal
                 raise typer.Exit(1)
 
         return app.command(name, **settings)(run)

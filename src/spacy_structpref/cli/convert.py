@@ -13,11 +13,10 @@ def convert(corpus: str, output_dir: Path, limit: Optional[int] = None,
 
     import spacy
     from spacy.tokens import DocBin
-    from tqdm import tqdm
-
     from ..corpora import SPLITS, corpus_items, item_to_doc
     from ..corpora.readers import CORPORA
     from ..errors import CorpusError, CorpusWarning
+    from ..progress import progress_bar
     from ..saving import atomic_file
     from ..trees.doc import SPANS_KEY
 
@@ -34,7 +33,7 @@ def convert(corpus: str, output_dir: Path, limit: Optional[int] = None,
         docbin = DocBin(store_user_data=True)
         tokens = constituents = 0
         tags, labels = set(), set()
-        for item in tqdm(items, desc=f"{corpus}/{split}", unit="sent", leave=False, disable=None):
+        for item in progress_bar(items, desc=f"{corpus}/{split}", unit="sent", leave=False, disable=None):
             doc = item_to_doc(nlp.vocab, item)
             docbin.add(doc)
             tokens += len(doc)

@@ -16,9 +16,8 @@ def evaluate_parse(model: str, data_path: Path, output: Optional[Path] = None, b
 
     import spacy
     from spacy.tokens import DocBin
-    from tqdm import tqdm
-
     from ..errors import StructPrefError
+    from ..progress import progress_bar
     from ..scoring import evalb
     from ..scoring.parseval import COLLINS
     from ..trees.doc import doc_to_tree
@@ -30,8 +29,8 @@ def evaluate_parse(model: str, data_path: Path, output: Optional[Path] = None, b
         raise StructPrefError(f"{data_path} has Docs without gold constituents")
     # Parse the gold tokenisation: re-tokenising the text could change the words.
     texts = (_words_doc(nlp, d) for d in gold_docs)
-    tests = [doc_to_tree(doc) for doc in tqdm(nlp.pipe(texts, batch_size=batch_size), total=len(gold_docs),
-                                              desc="parsing", unit="sent", disable=None)]
+    tests = [doc_to_tree(doc) for doc in progress_bar(nlp.pipe(texts, batch_size=batch_size), total=len(gold_docs),
+                                                      desc="parsing", unit="sent")]
     result = evalb(golds, tests, replace(COLLINS, max_error=max_errors))
     msg.divider(f"PARSEVAL: {model} on {data_path}")
     for _, message in result.messages:

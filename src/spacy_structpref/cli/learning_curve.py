@@ -13,6 +13,7 @@ command with the same arguments resumes where it stopped.
 import json
 import math
 import random
+import re
 import shutil
 import statistics
 import subprocess
@@ -21,7 +22,7 @@ import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..corpora.assets import md5
 from ..errors import StructPrefError
@@ -211,11 +212,54 @@ def draw(summary: List[dict], metric: str, output: Path) -> Path:
     return output
 
 
+# a row of spacy train's console table: epoch, step, then losses and scores
+TRAINING_ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+[-+\d.]")
+
+
+def training_limits(config: Path, overrides: Sequence[str] = ()) -> Tuple[int, int]:
+    """``(max_epochs, max_steps)`` of ``spacy train config`` with ``overrides``
+    (``--training.max_epochs 10`` or ``--training.max_epochs=10``)."""
+    from spacy.util import load_config
+
+    training = load_config(config, interpolate=False)["training"]
+    limits = {"max_epochs": int(training.get("max_epochs", 0)), "max_steps": int(training.get("max_steps", 0))}
+    args = list(overrides)
+    for i, arg in enumerate(args):
+        name, _, value = arg.partition("=")
+        key = name[len("--training."):] if name.startswith("--training.") else None
+        if key in limits:
+            value = value if value else (args[i + 1] if i + 1 < len(args) else "")
+            try:
+                limits[key] = int(value)
+            except ValueError:
+                raise StructPrefError(f"{name} must be a whole number, got {value!r}") from None
+    return limits["max_epochs"], limits["max_steps"]
+
+
+def logged_fraction(log: Path, max_epochs: int, max_steps: int) -> float:
+    """How far a running ``spacy train`` is, from the last row of the table it
+    prints at each dev evaluation (``log``): epochs finished of ``max_epochs``
+    or steps of ``max_steps`` (0: no limit), whichever is further; 0 before
+    the first row."""
+    try:
+        lines = Path(log).read_text(encoding="utf8", errors="replace").splitlines()
+    except OSError:
+        return 0.0
+    rows = [m for m in map(TRAINING_ROW.match, lines) if m]
+    if not rows:
+        return 0.0
+    epoch, step = int(rows[-1].group(1)), int(rows[-1].group(2))
+    parts = ([epoch / max_epochs] if max_epochs > 0 else []) + ([(step + 1) / (max_steps + 1)] if max_steps > 0 else [])
+    return min(1.0, max(parts, default=0.0))
+
+
 class TokenProgress:
     """What the progress bar counts: the training tokens of the finished runs
     plus, for each running run, half the tokens it would have trained on so
     far at the per-run token rate of the finished runs (half its size at
-    most). Runs go ``n_jobs`` at a time and the first ones end together:
+    most), or, where it says more, the share of its tokens its training log
+    shows done (``fraction``: from the first logged epoch, before any run
+    has finished). Runs go ``n_jobs`` at a time and the first ones end together:
     counting finished runs alone, the first run's end shows one run's tokens
     for ``n_jobs`` runs' work and the ETA comes out 1.7-1.8× the time left.
     Crediting running runs in full overshoots instead, since runs of one size
@@ -227,8 +271,8 @@ class TokenProgress:
     of the run was left, replaying both runs' measured times (finished runs
     only: up to 2.5× and 2.9×). Thread-safe: runs start in the pool's threads."""
 
-    def __init__(self, tokens: Dict[tuple, int]):
-        self.tokens = tokens
+    def __init__(self, tokens: Dict[tuple, int], fraction: Optional[Callable[[tuple], float]] = None):
+        self.tokens, self.fraction = tokens, fraction
         self.started: Dict[tuple, float] = {}
         self.done_tokens, self.done_seconds = 0, 0.0
         self._lock = threading.Lock()
@@ -244,26 +288,30 @@ class TokenProgress:
 
     def count(self, now: float) -> float:
         with self._lock:
-            if not self.done_seconds:
-                return float(self.done_tokens)
-            rate = self.done_tokens / self.done_seconds  # tokens per second of one run
-            return self.done_tokens + sum(min(self.tokens[job], (now - t) * rate)
-                                          for job, t in self.started.items()) / 2
+            rate = self.done_tokens / self.done_seconds if self.done_seconds else 0.0  # tokens/s of one run
+            running = 0.0
+            for job, t in self.started.items():
+                timed = min(self.tokens[job], (now - t) * rate) / 2
+                logged = self.tokens[job] * self.fraction(job) if self.fraction else 0.0
+                running += max(timed, logged)
+            return self.done_tokens + running
 
 
 def _run_all(jobs: list, plans: list, one: Callable, tokens: Dict[tuple, int], n_jobs: int,
-             progress: bool, refresh: float = 5.0) -> List[dict]:
+             progress: bool, refresh: float = 5.0, fraction: Optional[Callable[[tuple], float]] = None) -> List[dict]:
     """``one(job, plan)`` for every job, ``n_jobs`` at a time, in order;
     results in job order. The progress bar counts training tokens (runs
     resumed from an earlier call start it; running runs count as
     :class:`TokenProgress` estimates), redrawn every ``refresh`` seconds, and
     its ETA is the mean rate of that count since the start (``smoothing=0``);
-    see :func:`job_order` for why that rate holds. The first failure cancels
-    the runs not started yet."""
-    from tqdm import tqdm
+    see :func:`job_order` for why that rate holds; ``fraction(job)``: how
+    far a running job's training is (:func:`logged_fraction`). Not on a
+    terminal, the bar is a status line every half minute. The first failure
+    cancels the runs not started yet."""
+    from ..progress import progress_bar
 
     resumed = {job for job, plan in zip(jobs, plans) if _finished(plan["run_dir"], plan["recorded"]) is not None}
-    counted = TokenProgress({job: tokens[job] for job in jobs if job not in resumed})
+    counted = TokenProgress({job: tokens[job] for job in jobs if job not in resumed}, fraction)
     initial = sum(tokens[job] for job in resumed)
 
     def timed_one(job, plan):
@@ -272,8 +320,8 @@ def _run_all(jobs: list, plans: list, one: Callable, tokens: Dict[tuple, int], n
         return one(job, plan)
 
     with ThreadPoolExecutor(max_workers=n_jobs) as pool, \
-            tqdm(total=sum(tokens.values()), initial=initial, desc="learning curve",
-                 unit="tok", unit_scale=True, smoothing=0, disable=not progress) as bar:
+            progress_bar(total=sum(tokens.values()), initial=initial, desc="learning curve",
+                         unit="tok", unit_scale=True, smoothing=0, disable=not progress) as bar:
         futures = {pool.submit(timed_one, job, plan): job for job, plan in zip(jobs, plans)}
         pending = set(futures)
         try:
@@ -342,7 +390,10 @@ def learning_curve(configs: Sequence[Path], output_dir: Path, *, train_path: Pat
                 "tokens": subsets[fraction]["tokens"], "score": 100.0 * scores[metric],
                 "seconds": scores.get("seconds")}
 
-    runs = _run_all(jobs, plans, one, {job: subsets[job[1]]["tokens"] for job in jobs}, n_jobs, progress)
+    limits = {config: training_limits(config, overrides) for config in configs}
+    logs = {job: plan["run_dir"] / "run.log" for job, plan in zip(jobs, plans)}
+    runs = _run_all(jobs, plans, one, {job: subsets[job[1]]["tokens"] for job in jobs}, n_jobs, progress,
+                    fraction=lambda job: logged_fraction(logs[job], *limits[job[0]]))
     summary = summarize(runs)
     result = {"metric": metric, "test": str(test_path), "train": str(train_path),
               "overrides": list(overrides), "runs": runs, "summary": summary}

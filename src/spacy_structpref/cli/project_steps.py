@@ -92,11 +92,14 @@ def run_timed(step: str, command: List[str], timings: Path = TIMINGS) -> int:
 
 
 # ------------------------------------------------------------------ figures
-# the scores a summary row shows (a trained pipeline's dev scores, spacy evaluate's JSON)
+# the scores a summary row shows (a trained pipeline's dev scores, spacy evaluate's JSON); a
+# classifier's alone where it has them (a parser before it is a means, scored on no gold trees)
 KEY_SCORES = ("tag_acc", "parseval_f", "parseval_f_40", "attach_acc")
+CLASSIFIER_SCORES = ("cats_accuracy", "cats_macro_f")
 
 
-def _scores(scores: dict, keys=KEY_SCORES) -> str:
+def _scores(scores: dict) -> str:
+    keys = CLASSIFIER_SCORES if any(k in scores for k in CLASSIFIER_SCORES) else KEY_SCORES
     return ", ".join(f"{SCORE_NAMES[k]} {format_score(scores[k])}" for k in keys
                      if k in scores and isinstance(scores[k], float))
 
@@ -106,8 +109,8 @@ def json_form(data) -> str:
     form: ``learning_curve`` (learning_curve.json), ``parseval``
     (evaluate-parse), ``reranker`` (a reranking table's rows, first the
     1-best, last the oracle), ``incremental`` (the incremental parser's
-    rows), ``attachment_tables``, ``spacy_scores`` (spacy evaluate) or
-    ``other``."""
+    rows), ``attachment_tables``, ``spacy_scores`` (spacy evaluate),
+    ``parser_selection`` (select-parser) or ``other``."""
     if not isinstance(data, dict):
         return "other"
     if "summary" in data and "metric" in data:
@@ -124,6 +127,8 @@ def json_form(data) -> str:
         return "attachment_tables"
     if "speed" in data:
         return "spacy_scores"
+    if "selected" in data and isinstance(data.get("candidates"), list):
+        return "parser_selection"
     return "other"
 
 
@@ -149,6 +154,10 @@ def _json_figure(data) -> str:
         text = ", ".join(f"{r.get('search', '')} {r['f1_40']:.2f}" for r in gold)
         loss = (data.get("L") or {}).get("1")
         return f"F1 ≤40 {text}" + (f"; L_1 {loss:.2f} %" if loss is not None else "")
+    if form == "parser_selection":
+        metric = data["metric"]
+        return f"selected {data['selected']} (dev {SCORE_NAMES.get(metric, metric)}: " + ", ".join(
+            f"{c['model']} {format_score(c['dev'][metric])}" for c in data["candidates"]) + ")"
     return _scores(data)
 
 
@@ -191,6 +200,12 @@ def step_figure(outputs: List[str], root: Path) -> str:
     return "; ".join(parts)
 
 
+def is_summary(command: Optional[dict]) -> bool:
+    """Whether a project command prints this table (a workflow's last step)."""
+    return bool(command) and any(line.split()[:4] == ["python", "-m", "spacy_structpref", "summary"]
+                                 for line in command.get("script", []))
+
+
 SUMMARY_HEADER = ("step", "time", "finished", "status", "key figure")
 SUMMARY_ALIGNS = ("l", "r", "l", "l", "l")
 
@@ -209,7 +224,7 @@ def summary_rows(project_dir: Path = Path("."), workflow: str = "all", timings: 
     times = _read_timings(project_dir / (timings or TIMINGS))
     rows, total = [], 0.0
     for step in config["workflows"][workflow]:
-        if step == "summary":  # this table
+        if is_summary(commands.get(step)):  # this table
             continue
         entry = times.get(step)
         outputs = commands[step].get("outputs", []) if step in commands else []

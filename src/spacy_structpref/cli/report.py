@@ -45,7 +45,7 @@ SECTIONS = (("tagging", "Tagging and classification"), ("curve", "Learning curve
 # metrics forms (json_form) -> section
 FORM_SECTION = {"spacy_scores": "tagging", "learning_curve": "curve", "parseval": "parseval",
                 "reranker": "reranker", "incremental": "incremental", "attachment_tables": "attachment",
-                "other": "other"}
+                "parser_selection": "parseval", "other": "other"}
 STYLE = """
 body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:0 auto;max-width:1400px;padding:0 1.5em 3em;
 color:#222;line-height:1.4}
@@ -80,6 +80,7 @@ class Project:
     root: Path
     producers: Dict[str, Producer]
     found: bool
+    workflows: Dict[str, List[str]] = field(default_factory=dict)
 
     @classmethod
     def load(cls, root: Path) -> "Project":
@@ -94,7 +95,7 @@ class Project:
             producer = Producer(cmd["name"], [TIMED.sub("", line) for line in cmd.get("script", [])])
             for output in cmd.get("outputs", []):
                 producers.setdefault(_key(output), producer)
-        return cls(root, producers, True)
+        return cls(root, producers, True, dict(config.get("workflows", {})))
 
     def key(self, path: Path) -> str:
         """``path`` as project.yml names it: relative to the project directory."""
@@ -111,8 +112,8 @@ class Project:
             key = self.key(path)
             producer = self.producers.get(key)
             if producer is None:
-                how = ("written by every <code>python -m spacy_structpref timed</code> line of "
-                       "<code>python -m spacy project run all</code>" if Path(path).name == TIMINGS.name else
+                how = ("written by every <code>python -m spacy_structpref timed</code> line of the workflows "
+                       "<code>all</code> and <code>paper</code>" if Path(path).name == TIMINGS.name else
                        "not an output of any command in project.yml" if self.found else
                        f"no project.yml in {_e(str(self.root))} to say which command made it")
                 items.append(f"<code>{_e(key)}</code>: {how}")
@@ -302,15 +303,23 @@ def _generic_file_html(path: Path, data, project: Project) -> str:
     return f"<h3>{_e(project.key(path))}</h3>" + generic_html(data) + project.made_by([path])
 
 
+# the workflows whose step times the page shows (`all` always, the others once a step of theirs ran)
+STEP_WORKFLOWS = ("all", "paper")
+
+
 def _steps_html(path: Path, project: Project) -> str:
     from .project_steps import SUMMARY_HEADER, summary_rows
 
     if not project.found:
         return generic_html(json.loads(path.read_text(encoding="utf8"))) + project.made_by([path])
-    rows = summary_rows(project.root, "all", path.resolve())
-    return html_table(SUMMARY_HEADER, rows, caption="python -m spacy project run all: every step's time "
-                      "(an old 'finished': a step skipped, nothing having changed) and key figure") \
-        + project.made_by([path])
+    tables = []
+    for workflow in (w for w in STEP_WORKFLOWS if w in project.workflows):
+        rows = summary_rows(project.root, workflow, path.resolve())
+        if workflow == "all" or any(row[3] != "not timed" for row in rows[:-1]):
+            tables.append(html_table(SUMMARY_HEADER, rows, caption=(
+                f"python -m spacy project run {workflow}: every step's time (an old 'finished': a step "
+                "skipped, nothing having changed) and key figure")))
+    return "\n".join(tables) + project.made_by([path])
 
 
 def _svg_with_viewbox(data: bytes) -> bytes:
@@ -390,7 +399,7 @@ def build_report(metrics: Path = Path("metrics"), plots: Path = Path("plots"),
                 by_form.setdefault(json_form(data), []).append((path, data))
     together = {"spacy_scores": _spacy_scores_html, "parseval": _parseval_html}  # one table for all files
     apart = {"learning_curve": _curve_html, "reranker": _reranker_html, "attachment_tables": _attachment_html,
-             "incremental": _generic_file_html, "other": _generic_file_html}
+             "incremental": _generic_file_html, "parser_selection": _generic_file_html, "other": _generic_file_html}
     for form, files in by_form.items():
         if form in together:
             groups = [(files, together[form])]
@@ -433,7 +442,7 @@ def _page(sections: Dict[str, List[str]], project: Project, metrics: Path, plots
     head = (f"<h1>spacy-structpref: results</h1><p>Every table under <code>{_e(project.key(metrics))}/</code> and "
             f"every picture under <code>{_e(project.key(plots))}/</code>, {when}. Made by "
             "<code>python -m spacy_structpref report</code> (the step <code>report</code> of "
-            "<code>python -m spacy project run all</code>). Commands are project.yml's, its variables at their "
+            "<code>python -m spacy project run all</code> and <code>paper</code>). Commands are project.yml's, its variables at their "
             "defaults (a run with <code>--vars.…</code> overrides used those).</p>")
     nav = "<nav><ul>" + "".join(f'<li><a href="#{key}">{_e(title)}</a></li>' for key, title in filled) + "</ul></nav>"
     body = "".join(f'<section id="{key}"><h2>{_e(title)}</h2>' + "\n".join(sections[key]) + "</section>"

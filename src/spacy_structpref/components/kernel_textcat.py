@@ -104,8 +104,7 @@ class KernelTextCategorizer(StructPrefPipe):
 
     def _parsed(self, docs: List, nlp: Language, upstream: List[str]) -> List:
         """The Docs, those without a parse run through the upstream components."""
-        from tqdm import tqdm
-
+        from ..progress import progress_bar
         from ..trees.doc import SPANS_KEY
 
         def parsed(doc) -> bool:
@@ -114,7 +113,7 @@ class KernelTextCategorizer(StructPrefPipe):
 
         todo = [i for i, doc in enumerate(docs) if len(doc) and not parsed(doc)]
         if todo:
-            for i in tqdm(todo, desc=f"{self.name}: parse", unit="doc", disable=None):
+            for i in progress_bar(todo, desc=f"{self.name}: parse", unit="doc"):
                 doc = docs[i]
                 for name in upstream:
                     doc = nlp.get_pipe(name)(doc)

@@ -36,6 +36,23 @@ def local_copy(name: str) -> Optional[Path]:
     return None
 
 
+def _roots() -> str:
+    """NLTK_DATA as set, or that it is not."""
+    value = os.environ.get("NLTK_DATA")
+    return f"NLTK_DATA={value}" if value else "NLTK_DATA is not set"
+
+
+def _download(url: str, dest: Path, name: str) -> None:
+    """``url`` into ``dest``; no connection is a CorpusError saying where the file could come from instead."""
+    try:
+        urllib.request.urlretrieve(url, dest)
+    except OSError as err:  # URLError, a refused or dropped connection, a timeout
+        reason = getattr(err, "reason", None) or err
+        raise CorpusError(f"corpora/{name}.zip is in no NLTK data root ({_roots()}) and downloading it from "
+                          f"{url} failed ({reason}): set NLTK_DATA to a folder holding corpora/{name}.zip, "
+                          "or connect to the internet") from None
+
+
 def fetch_nltk_data(dest: Path, names: Iterable[str] = PACKAGES, offline: bool = False) -> List[str]:
     """Put each corpus zip under ``dest/corpora/``, checksum-verified.
 
@@ -56,8 +73,8 @@ def fetch_nltk_data(dest: Path, names: Iterable[str] = PACKAGES, offline: bool =
         if source is not None and source.resolve() != out.resolve():
             how = f"copied from {source}"
         elif offline:
-            raise CorpusError(f"{name}.zip is not in any NLTK data root and offline mode forbids "
-                              f"downloading; set NLTK_DATA to a directory holding corpora/{name}.zip")
+            raise CorpusError(f"corpora/{name}.zip is in no NLTK data root ({_roots()}) and --offline forbids "
+                              f"downloading it: set NLTK_DATA to a folder holding corpora/{name}.zip")
         else:
             how = f"downloaded from {NLTK_DATA_URL.format(name=name)}"
         fd, tmp = tempfile.mkstemp(dir=target, suffix=".part")
@@ -66,7 +83,7 @@ def fetch_nltk_data(dest: Path, names: Iterable[str] = PACKAGES, offline: bool =
             if source is not None:
                 shutil.copyfile(source, tmp)
             else:
-                urllib.request.urlretrieve(NLTK_DATA_URL.format(name=name), tmp)
+                _download(NLTK_DATA_URL.format(name=name), Path(tmp), name)
             got = md5(Path(tmp))
             if got != PACKAGES[name]:
                 raise CorpusError(f"{name}.zip checksum mismatch: expected {PACKAGES[name]}, got {got}")

@@ -77,10 +77,10 @@ class Runner:
 
     @staticmethod
     def _bar(sizes: Sequence[int], desc: str, progress: bool):
-        from tqdm import tqdm
+        from ..progress import progress_bar
 
         name, _, unit = desc.partition(":")
-        return tqdm(total=int(sum(sizes)), desc=name, unit=unit or "it", disable=not progress)
+        return progress_bar(total=int(sum(sizes)), desc=name, unit=unit or "it", disable=not progress)
 
 
 class LocalRunner(Runner):

@@ -133,8 +133,9 @@ def forest_block(a: Sequence[PreparedForest], b: Optional[Sequence[PreparedFores
     Each row's rule index is built once for the whole row (``n_rules``: the
     symbol table's production count, by default the largest rule id seen
     plus one), and rows go to ``n_threads`` threads (the compiled loop
-    releases the GIL). ``progress``: True/False, or None for a bar on
-    terminals from :data:`PROGRESS_MIN_PAIRS` kernel evaluations on."""
+    releases the GIL). ``progress``: True/False, or None for a bar
+    from :data:`PROGRESS_MIN_PAIRS` kernel evaluations on (status lines when
+    not on a terminal)."""
     lam = check_lambda(lam)
     symmetric = b is None
     b = a if symmetric else b
@@ -152,11 +153,10 @@ def forest_block(a: Sequence[PreparedForest], b: Optional[Sequence[PreparedFores
 
     n_pairs = len(a) * len(b) // (2 if symmetric else 1)
     if progress is None:
-        progress = None if n_pairs >= PROGRESS_MIN_PAIRS else False
-    from tqdm import tqdm
+        progress = n_pairs >= PROGRESS_MIN_PAIRS
+    from ..progress import progress_bar
 
-    # disable=None: tqdm shows the bar only on a terminal
-    bar = tqdm(total=len(a), desc="forest gram", unit="row", disable=None if progress is None else not progress)
+    bar = progress_bar(total=len(a), desc="forest gram", unit="row", disable=not progress)
     try:
         if n_threads <= 1:
             for i in range(len(a)):

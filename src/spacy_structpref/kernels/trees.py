@@ -134,10 +134,9 @@ def _raw_gram(A: TreeBatch, B: Optional[TreeBatch], lam: float, sigma: float, n_
         progress = False
     bar = None
     if progress is not False:
-        from tqdm import tqdm
+        from ..progress import progress_bar
 
-        # disable=None: tqdm shows the bar only on a terminal
-        bar = tqdm(total=len(A), desc="gram", unit="row", disable=None if progress is None else not progress)
+        bar = progress_bar(total=len(A), desc="gram", unit="row")
     try:
         if n_threads <= 1:
             for rows in chunks:
@@ -170,7 +169,7 @@ def gram(A, B=None, lam: float = 0.4, normalize: bool = True, n_threads: int = 2
     shared SymbolTable), :class:`TreeBatch` objects, or sequences of
     :class:`Forest` (then the forest kernel is used). ``n_threads`` threads
     share the rows (the loops release the GIL). ``progress``: True/False, or
-    None for a bar on terminals when the matrix is large. ``normalize``:
+    None for a bar when the matrix is large (status lines when not on a terminal). ``normalize``:
     cosine normalisation with cached self-kernels.
     """
     lam, sigma = check_lambda(lam), check_sigma(sigma)

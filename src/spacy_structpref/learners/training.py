@@ -122,15 +122,15 @@ def _fit_one(learner, sets, gold, schedule: Schedule, validation) -> None:
     rng = random.Random(learner.seed)
     order, log, seconds = list(range(len(gold))), learner.log, 0.0
     best, best_epoch, kept, since = float("inf"), 0, None, 0
-    from tqdm import tqdm
+    from ..progress import progress_bar
 
     for epoch in range(schedule.epochs):
         t0 = time.perf_counter()
         if epoch or not learner.first_pass_in_order:
             rng.shuffle(order)
         losses: dict = {}
-        with tqdm(total=len(order), desc=f"{type(learner).__name__} epoch {epoch + 1}", unit="set", leave=False,
-                  disable=None if schedule.progress is None else not schedule.progress) as bar:
+        with progress_bar(total=len(order), desc=f"{type(learner).__name__} epoch {epoch + 1}", unit="set",
+                          leave=False, disable=None if schedule.progress is None else not schedule.progress) as bar:
             for start in range(0, len(order), schedule.batch_size):
                 batch = order[start:start + schedule.batch_size]
                 learner.update(Subsequence(sets, batch), [gold[i] for i in batch], ids=[ids[i] for i in batch],

@@ -235,13 +235,13 @@ def _run(fn, tasks: List[tuple], sizes: List[int], n_jobs: Optional[int], progre
     """``fn(*task)`` for each task, in ``n_jobs`` worker processes (None: one
     per core; 1: in this process); results in task order. ``sizes``: the
     sentences of each task, for the progress bar."""
-    from tqdm import tqdm
+    from ..progress import progress_bar
 
     if n_jobs is not None and n_jobs < 1:
         raise StructPrefError(f"n_jobs must be at least 1, got {n_jobs}")
     n_jobs = min(n_jobs or os.cpu_count() or 1, len(tasks))
     results: List[Optional[Part]] = [None] * len(tasks)
-    with tqdm(total=sum(sizes), desc=desc, unit="sent", disable=not progress) as bar:
+    with progress_bar(total=sum(sizes), desc=desc, unit="sent", disable=not progress) as bar:
         if n_jobs == 1:
             for i, task in enumerate(tasks):
                 results[i] = fn(*task)
