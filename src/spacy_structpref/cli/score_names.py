@@ -13,6 +13,7 @@ SCORE_NAMES = {
     "parse_fallbacks": "PARSE FALLBACKS",
     "parse_too_long": "PARSE TOO LONG",
     "attach_fallbacks": "ATTACH FALLBACKS",
+    "attach_too_long": "ATTACH TOO LONG",
 }
 
 
