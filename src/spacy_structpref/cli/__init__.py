@@ -26,7 +26,7 @@ def convert_cli(
     corpus: str = typer.Argument(..., help="ptb, basque, brown, qc-coarse or qc-fine (TREC question classes)"),
     output_dir: Path = typer.Argument(..., help="Where train/dev/test .spacy files go"),
     data: Optional[Path] = typer.Option(None, "--data", help=DATA_HELP),
-    limit: Optional[int] = typer.Option(None, "--limit", help="Only the first N sentences of each split"),
+    limit: Optional[int] = typer.Option(None, "--limit", help="Only the first N sentences of each split (0: all)"),
     skip_bad: bool = typer.Option(False, "--skip-bad", help="Leave out bad sentences (counted) rather than fail"),
 ):
     """Convert a corpus to train/dev/test .spacy files and print a summary table."""

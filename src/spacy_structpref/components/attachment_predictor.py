@@ -45,7 +45,7 @@ from spacy.language import Language
 from spacy.tokens import Doc
 from spacy.training import Example, validate_examples, validate_get_examples
 
-from ..errors import StructPrefError
+from ..errors import StructPrefError, check_count
 from ..saving import Part, merged_settings
 from .base import LearnerPipe, check_spans_key, find_pipe
 
@@ -140,7 +140,6 @@ class AttachmentPredictor(LearnerPipe):
             if not isinstance(c[key], bool):
                 raise StructPrefError(f"{self.name}: {key} must be true or false, got {c[key]!r}")
         from ..incremental.parsing import check_beam_width
-        from ..parsing.parser import check_count
 
         check_beam_width(c["beam_width"], self.name)
         if c["max_length"] is not None:

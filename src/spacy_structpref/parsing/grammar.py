@@ -19,7 +19,7 @@ from typing import Dict, Iterable, List, Tuple
 import numpy as np
 from nltk.tree import Tree
 
-from ..errors import GrammarError, GrammarWarning, StructPrefError
+from ..errors import GrammarError, GrammarWarning, StructPrefError, check_count
 from ..saving import load_errors
 from ..trees.normalize import is_preterminal
 
@@ -84,6 +84,17 @@ class Annotation:
     split_unary_tags: bool = True   # mark DT/RB/... that are the only child of their parent
     split_in: bool = True           # IN also remembers its grandparent (K&M SPLIT-IN)
     split_percent: bool = True      # the word % gets its own tag state (K&M SPLIT-%)
+
+    def __post_init__(self):
+        check_annotation(self.horizontal_markov, self.vertical_markov)
+
+
+def check_annotation(horizontal_markov, vertical_markov) -> None:
+    """The markovisation orders (Klein & Manning 2003): ``vertical_markov``
+    1 (no parent annotation) or more, ``horizontal_markov`` 0 or more, or -1
+    for no markovisation."""
+    check_count("horizontal_markov (-1: no markovisation)", horizontal_markov, -1)
+    check_count("vertical_markov (1: no parent annotation)", vertical_markov, 1)
 
 
 _UNARY_TAGS = ("DT", "RB", "JJ", "PRP", "CD", "NN", "NNS")

@@ -16,7 +16,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 from nltk.tree import Tree
 
-from ..errors import StructPrefError
+from ..errors import StructPrefError, check_count
 from ..trees.arrays import SymbolTable
 from ..trees.brackets import escape_label, escape_word, to_bracketed
 from ..trees.dag import TreeSetDAG
@@ -66,12 +66,6 @@ def check_settings(beam: float = 1e-4, threshold: float = 1e-5, merit_threshold:
         raise StructPrefError(f"tag_bonus must be a finite number above 0, got {tag_bonus!r}")
     if max_length is not None:
         check_count("max_length (None: no bound)", max_length, 1)
-
-
-def check_count(name: str, value, minimum: int) -> None:
-    """Raise a :class:`StructPrefError` unless ``value`` is an integer of at least ``minimum``."""
-    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < minimum:
-        raise StructPrefError(f"{name} must be an integer of at least {minimum}, got {value!r}")
 
 
 class Parser:

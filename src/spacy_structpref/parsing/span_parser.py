@@ -32,13 +32,13 @@ from spacy.tokens import Doc
 from spacy.vocab import Vocab
 from thinc.api import Model, Optimizer
 
-from ..errors import SavedModelError, StructPrefError
+from ..errors import SavedModelError, StructPrefError, check_count
 from ..models.span_crf import SpanCRF, SpanCRFScores, span_index, tag_logits
 from ..saving import load_errors
 from ..trees.brackets import to_bracketed
 from ..trees.arrays import SymbolTable
 from . import span_chart
-from .parser import TOO_LONG, KBest, ParseResult, check_count, fallback_result
+from .parser import TOO_LONG, KBest, ParseResult, fallback_result
 from .span_trees import SpanLabels, spans_to_tree, tree_to_spans
 
 
