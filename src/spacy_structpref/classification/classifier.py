@@ -125,6 +125,8 @@ class KernelClassifier:
             raise SavedModelError(f"the saved classifier was trained with the kernel {state['kernel']}, but this "
                                   f"component is configured with {self.kernel.settings()}")
         labels = list(state["labels"])
+        if not all(isinstance(label, str) for label in labels) or len(set(labels)) != len(labels):
+            raise SavedModelError(f"the saved classifier's labels must be distinct strings, got {labels!r}")
         support = self.kernel.decode(state["support"])
         coef, intercept = (np.asarray(arrays[k]) for k in ARRAYS)
         if (coef.dtype != np.float64 or intercept.dtype != np.float64 or coef.shape != (len(labels), len(support))

@@ -30,6 +30,7 @@ from thinc.api import Model, set_dropout_rate
 
 from ..errors import SavedModelError, TaggerError, check_count, check_number
 from ..models.distro import effective_rank, finish_label_update, set_phase
+from ..models.weights import check_finite_weights, message_weights
 from ..saving import Part
 from .base import StructPrefPipe
 
@@ -188,7 +189,9 @@ class DistroPipe(StructPrefPipe, TrainablePipe):
             return {**self.cfg, **saved}
 
         def model(data: bytes) -> Tuple[bytes, Optional[int]]:
-            return data, self._saved_n_out(srsly.msgpack_loads(data))
+            msg = srsly.msgpack_loads(data)
+            check_finite_weights(self.name, message_weights(msg))
+            return data, self._saved_n_out(msg)
 
         return {"cfg": Part(lambda: srsly.json_dumps(self.cfg), lambda text: cfg(srsly.json_loads(text)), "cfg",
                             lambda p: srsly.write_json(p, self.cfg), lambda p: cfg(srsly.read_json(p))),

@@ -98,7 +98,7 @@ def make_parse_reranker(nlp: Language, name: str, learner, k: int, n_folds: int,
     from .parse_reranker import ParseReranker
 
     return ParseReranker(nlp.vocab, learner, name, k=k, n_folds=n_folds, n_jobs=n_jobs, min_gap=min_gap,
-                         set_tags=set_tags, spans_key=spans_key, scorer=scorer)
+                         set_tags=set_tags, spans_key=spans_key, scorer=scorer, pipeline=nlp)
 
 
 @Language.factory(

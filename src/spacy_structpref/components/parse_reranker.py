@@ -30,6 +30,7 @@ among the initialized sentences is skipped with a warning.
 Nothing compiled is imported here: the learner modules load on use.
 """
 import warnings
+import weakref
 from typing import Callable, Dict, Iterable, Optional
 
 from spacy.language import Language
@@ -55,7 +56,8 @@ class ParseReranker(LearnerPipe):
 
     def __init__(self, vocab, learner, name: str = "parse_reranker", *, k: int = 50, n_folds: int = 10,
                  n_jobs: Optional[int] = None, min_gap: float = 0.05, set_tags: bool = True,
-                 spans_key: str = "constituents", scorer: Optional[Callable] = None):
+                 spans_key: str = "constituents", scorer: Optional[Callable] = None,
+                 pipeline: Optional[Language] = None):
         from ..learners.base import PreferenceLearner
 
         if not isinstance(learner, PreferenceLearner):
@@ -68,6 +70,8 @@ class ParseReranker(LearnerPipe):
         self._lists: Optional[dict] = None  # words -> jackknifed RerankItem, from initialize
         self._ready = False  # the learner was initialized or loaded
         self._warned = False  # about examples without a list
+        # the Language that made it (weakly: no cycle), whose forest_parser a load is checked against
+        self._pipeline = weakref.ref(pipeline) if pipeline is not None else None
         self.register_extensions()
 
     def _check_cfg(self, c: dict) -> None:
@@ -82,16 +86,19 @@ class ParseReranker(LearnerPipe):
         check_spans_key(self.name, c["spans_key"])
 
     # --------------------------------------------------------- the pipeline
-    def check_pipeline(self, nlp: Language):
+    def check_pipeline(self, nlp: Language, k: Optional[int] = None):
         """The ``forest_parser`` whose lists this component reranks: the
         nearest one before it in ``nlp``; a clear error when there is none,
-        or when its k is smaller than this component's."""
+        or when its k is smaller than this component's (or than ``k``, the
+        k of a save being loaded). A pipeline is checked when it is built
+        (``initialize``) and when this component is loaded into it."""
+        k = self.cfg["k"] if k is None else k
         parser_name = preceding_pipe(nlp, self.name, "forest_parser", "reranks the k-best lists")
         parser = nlp.get_pipe(parser_name)
-        if parser.cfg["k"] < self.cfg["k"]:
+        if parser.cfg["k"] < k:
             raise StructPrefError(f"{parser_name} keeps {parser.cfg['k']}-best lists, but {self.name} reranks "
-                                  f"{self.cfg['k']} candidates: set the forest_parser's k to at least "
-                                  f"{self.cfg['k']}, or the reranker's k to at most {parser.cfg['k']}")
+                                  f"{k} candidates: set the forest_parser's k to at least "
+                                  f"{k}, or the reranker's k to at most {parser.cfg['k']}")
         return parser
 
     # ------------------------------------------------------------- training
@@ -216,5 +223,9 @@ class ParseReranker(LearnerPipe):
                                 "learner", write_learner, self.learner.from_disk)}
 
     def _adopt(self, staged: dict) -> None:
-        self.cfg = staged.get("cfg", self.cfg)
+        cfg = staged.get("cfg", self.cfg)
+        nlp = self._pipeline() if self._pipeline is not None else None
+        if nlp is not None and self.name in nlp.component_names:  # its forest_parser loaded first
+            self.check_pipeline(nlp, cfg["k"])
+        self.cfg = cfg
         self._ready = self._ready or staged.get("learner") is not None
