@@ -7,6 +7,8 @@ import sys
 
 import pytest
 import spacy
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from spacy.tokens import DocBin
 from typer.testing import CliRunner
 
@@ -122,3 +124,20 @@ def test_spacy_train_reports_our_errors_in_one_line(files):
     assert out.returncode == 1 and "Traceback" not in out.stderr + out.stdout
     assert out.stderr.strip().splitlines() == [
         "✘ attachment_predictor: beam_width must be an integer from 1 to 100, got 1000000"]
+
+
+@pytest.mark.fuzz
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(source=st.one_of(st.text(alphabet="()SNP ab\t", max_size=30), st.binary(max_size=60)),
+       as_file=st.booleans())
+def test_fuzz_draw_tree_draws_or_fails_in_one_line(tmp_path, source, as_file):
+    """Any bracket text, or any bytes as a .spacy file: a picture, or one ✘ line."""
+    if isinstance(source, bytes) or as_file:
+        path = tmp_path / "input.spacy"
+        path.write_bytes(source if isinstance(source, bytes) else source.encode())
+        source = path
+    result = run("draw-tree", source, tmp_path / "out.svg")
+    if result.exit_code == 0:
+        assert (tmp_path / "out.svg").read_text().startswith("<svg")
+    else:
+        one_failure(result)

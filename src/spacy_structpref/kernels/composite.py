@@ -20,8 +20,14 @@ def reranking_kernel(K, log_p_a, log_p_b, b: float):
     """``K + b · log p_a ⊗ log p_b`` from tree-kernel values ``K``: scalars
     (one pair), or a matrix with a vector of log probabilities per side; a
     side may also be one scalar (e.g. a weighted sum ``Σ_i w_i log p_i``
-    against a vector of sums ``K``)."""
-    return K + float(b) * np.multiply.outer(log_p_a, log_p_b)
+    against a vector of sums ``K``). A value beyond the double range (log
+    probabilities of magnitude near 1e154) is a StructPrefError."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = K + float(b) * np.multiply.outer(log_p_a, log_p_b)
+    if not np.isfinite(out).all():
+        raise StructPrefError("the reranking kernel's b · log p · log p' is beyond the double range: "
+                              "the log probabilities are not those of a parser")
+    return out
 
 
 def composite_kernel(x1, x2, log_p1: float, log_p2: float, lam: float = 0.4, b: float = 0.2,
