@@ -257,7 +257,10 @@ def _crossing(test: Sequence[Bracket], gold: Sequence[Bracket]) -> int:
     ge`` (one starts strictly inside and ends after). Per test bracket, the
     earliest start of the gold brackets that end inside it and the latest
     end of those that start inside it answer both, by range minima and
-    maxima over the positions (:func:`_range_extreme`)."""
+    maxima over the positions (:func:`_range_extreme`). A bracket left
+    unclosed (end -1) crosses nothing."""
+    test = [b for b in test if b[2] > b[1]]
+    gold = [b for b in gold if b[2] > b[1]]
     if not test or not gold:
         return 0
     ts, te = np.array([b[1] for b in test]), np.array([b[2] for b in test])
