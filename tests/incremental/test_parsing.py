@@ -15,7 +15,7 @@ from spacy_structpref.corpora import ptb_trees
 from spacy_structpref.errors import StructPrefError
 from spacy_structpref.incremental import (ATTACH, LIFT, CPInventory, CPType, candidate_edits,
                                           connection_paths, extend, incremental_trees)
-from spacy_structpref.incremental.parsing import IncrementalParser, fallback_edit, flat_parse
+from spacy_structpref.incremental.parsing import MAX_BEAM_WIDTH, IncrementalParser, fallback_edit, flat_parse
 from spacy_structpref.trees import SymbolTable, TreeSetDAG
 
 from tests.helpers.strategies import trees
@@ -239,8 +239,10 @@ def test_exhaustive_beam_is_exact(a, b, c, seed):
     words, tags = tagged(a)
     scorer = hash_scorer(seed)
     every = reference_all_parses(words, tags, inventory, scorer)
-    assume(every is not None and len(every) > 1)  # small enough to enumerate, and ambiguous
-    beam = IncrementalParser(inventory, scorer, beam_width=10 ** 6).beam(words, tags)
+    # small enough to enumerate and to fit the widest beam (each partial parse has an extension: a
+    # fallback at worst, so no word has more of them than the last), and ambiguous
+    assume(every is not None and 1 < len(every) <= MAX_BEAM_WIDTH)
+    beam = IncrementalParser(inventory, scorer, beam_width=MAX_BEAM_WIDTH).beam(words, tags)
     for parse in beam:
         check_parse(parse, words, tags)
     assert sorted(flat(p.tree) for p in beam) == sorted(flat(t) for _, _, t in every)
