@@ -77,13 +77,12 @@ def test_draw_tree_svg(tmp_path):
     assert sorted(texts) == sorted(["TOP", "S", "NP", "DT", "NN", "VP", "VBZ", "The", "cat", "sits"])
 
 
-def test_evaluate_parse_on_a_pipeline_without_parser(tmp_path, nlp):
+def test_evaluate_parse_refuses_a_pipeline_without_parser(tmp_path, nlp):
     from spacy_structpref.cli.evaluate import evaluate_parse
+    from spacy_structpref.errors import StructPrefError
 
     convert("ptb", tmp_path / "corpus", limit=3)
     nlp.to_disk(tmp_path / "blank")
-    result = evaluate_parse(str(tmp_path / "blank"), tmp_path / "corpus" / "test.spacy",
-                            output=tmp_path / "scores.json")
-    # no constituents: every sentence skipped, as EVALB skips an empty test line
-    assert result.all.sentences == result.all.skipped == 3 and result.all.recall == 0.0
-    assert (tmp_path / "scores.json").exists()
+    with pytest.raises(StructPrefError, match="no component that writes constituents"):
+        evaluate_parse(str(tmp_path / "blank"), tmp_path / "corpus" / "test.spacy", output=tmp_path / "scores.json")
+    assert not (tmp_path / "scores.json").exists()

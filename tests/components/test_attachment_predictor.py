@@ -131,6 +131,40 @@ def test_fallback_on_an_unseen_tag_is_counted(trained):
     assert 0 <= scores["attach_acc"] < 1  # the unseen word's set has no correct candidate
 
 
+def test_long_doc_gets_the_flat_tree_at_once_and_is_counted(trained, dev):
+    """A Doc over max_length (the search grows about as n^2.5) gets the flat
+    tree of its tags at once: every word a fallback step, flagged "too
+    long", counted in attach_too_long and attach_fallbacks."""
+    import time
+
+    from spacy_structpref.components.attachment_predictor import FALLBACK_KEY
+    from spacy_structpref.incremental import IncrementalParse
+
+    pipe = trained.get_pipe("attachment_predictor")
+    assert pipe.cfg["max_length"] == 300
+    words = [t.text for d in dev for t in d] * 40
+    tags = [t.tag_ for d in dev for t in d] * 40
+    start = time.perf_counter()
+    doc = trained(Doc(trained.vocab, words=words[:5000], tags=tags[:5000]))
+    assert time.perf_counter() - start < 10
+    assert doc.user_data[FALLBACK_KEY] == "too long" and doc._.attach_fallbacks == 5000
+    assert to_bracketed(doc._.parse) == to_bracketed(Tree("TOP", [Tree("S", [Tree(t, [w]) for w, t in
+                                                                             zip(words[:5000], tags[:5000])])]))
+    steps = [t._.attachment for t in doc]
+    assert [s["kind"] for s in steps[:3]] == ["first", "lift", "attach"] and all(s["fallback"] for s in steps)
+    short = trained(tagged(trained, dev[0]))
+    assert FALLBACK_KEY not in short.user_data
+    scores = trained.evaluate([Example(tagged(trained, dev[0]), dev[0]),
+                               Example(Doc(trained.vocab, words=words[:301], tags=tags[:301]), doc)])
+    assert scores["attach_too_long"] == 1
+    pipe.cfg["max_length"] = None
+    try:
+        assert FALLBACK_KEY not in trained(Doc(trained.vocab, words=words[:301], tags=tags[:301])).user_data
+    finally:
+        pipe.cfg["max_length"] = 300
+    assert isinstance(pipe.predict([doc])[0], IncrementalParse)
+
+
 def test_evaluate_scores_parseval_and_attachment(trained, dev):
     pipe = trained.get_pipe("attachment_predictor")
     scores = trained.evaluate([Example(tagged(trained, d), d) for d in dev])
@@ -174,6 +208,9 @@ def test_fit_softmax_scale(trained, dev):
 
 @pytest.mark.parametrize("config, match", [
     ({"beam_width": 0}, "beam_width"),
+    ({"beam_width": 10 ** 6}, "beam_width must be an integer from 1 to 100"),
+    ({"max_length": 0}, "max_length"),
+    ({"max_length": -1}, "max_length"),
     ({"softmax_scale": 0}, "softmax_scale"),
     ({"learner": {"@misc": "spacy_structpref.TreeKernel.v1"}}, "preference learner"),
     ({"learner": {"@misc": "spacy_structpref.SpecialisedLearner.v1",

@@ -249,6 +249,36 @@ def test_long_doc_falls_back_at_once_and_is_counted(trained):
     assert scores["parse_fallbacks"] == 1 and scores["parse_too_long"] == 1
 
 
+def test_one_unknown_word_gets_its_likeliest_tag():
+    """``nlp("dog")`` after 300 PTB trees: no parse, and the fallback tags
+    the word NN (P(T | w)), not WP$ (P(w | T))."""
+    from spacy_structpref.corpora import ptb_trees
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("forest_parser").initialize_from_trees(list(ptb_trees("train"))[:300])
+    doc = nlp("dog")
+    assert doc.user_data[FALLBACK_KEY] == "no parse"
+    assert str(doc._.parse) == "(TOP (S (NN dog)))" and doc[0].tag_ == "NN"
+    assert [t.tag_ for t in nlp("Dog dogs")] == ["NNP", "NNS"]
+
+
+@pytest.mark.parametrize("set_tags", [True, False])
+def test_fallback_honours_set_tags(trained, set_tags):
+    """A fallback tree's tags reach token.tag_ only with set_tags."""
+    parser = trained.get_pipe("forest_parser")
+    words = ["the"] * (parser.cfg["max_length"] + 1)
+    doc = Doc(trained.vocab, words=words, tags=["XX"] * len(words))
+    before = parser.cfg["set_tags"]
+    parser.cfg["set_tags"] = set_tags
+    try:
+        doc = trained(doc)
+    finally:
+        parser.cfg["set_tags"] = before
+    assert doc.user_data[FALLBACK_KEY] == "too long"
+    assert {t.tag_ for t in doc} == ({"DT"} if set_tags else {"XX"})
+    assert {t for _, t in doc._.parse.pos()} == ({"DT"} if set_tags else {"XX"})
+
+
 def test_max_length_setting():
     nlp = spacy.blank("en")
     nlp.add_pipe("forest_parser", config={"max_length": 3})

@@ -100,7 +100,7 @@ def test_a_refused_load_leaves_the_component_as_it_was(trained):
     tc = spacy.blank("en").add_pipe("kernel_textcat", config={"kernel": {"name": "forest+bow", "bow_weight": 0.3}})
     tc.from_bytes(srsly.msgpack_dumps(saved))
     before, classifier = dict(tc.cfg), tc.classifier
-    for bad, match in (({"C_grid": [-1.0]}, "C must be a positive"), ({"dev_every": 1}, "dev_every"),
+    for bad, match in (({"C_grid": [-1.0]}, "C must be a finite number above 0"), ({"dev_every": 1}, "dev_every"),
                        ({"n_threads": 0}, "n_threads")):
         with pytest.raises(StructPrefError, match=match):
             tc.from_bytes(srsly.msgpack_dumps({**saved, "cfg": {**saved["cfg"], **bad}}))
@@ -135,5 +135,5 @@ def test_clear_errors(trained, short_ptb_parser_nlp):
     bad[0].reference.cats = {"HUM": 1.0, "LOC": 1.0}
     with pytest.raises(StructPrefError, match="exactly one class"):
         trained.get_pipe("kernel_textcat").initialize(lambda: bad, nlp=trained)
-    with pytest.raises(StructPrefError, match="C must be a positive"):
+    with pytest.raises(StructPrefError, match="C must be a finite number above 0"):
         spacy.blank("en").add_pipe("kernel_textcat", config={"C_grid": [0.0]})

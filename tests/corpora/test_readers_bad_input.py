@@ -9,8 +9,8 @@ import pytest
 from typer.testing import CliRunner
 
 from spacy_structpref.cli import app
-from spacy_structpref.corpora import (basque_sentences, brown_sentences, item_to_doc, ptb_trees, read_bracketed,
-                                      read_conll, read_tagged)
+from spacy_structpref.corpora import (basque_sentences, brown_sentences, corpus_items, item_to_doc, ptb_trees,
+                                      read_bracketed, read_conll, read_tagged)
 from spacy_structpref.corpora.assets import local_copy
 from spacy_structpref.errors import CorpusError, CorpusWarning
 
@@ -35,6 +35,11 @@ def test_good_conll_reads():
     (lambda t: t.replace("\tc\tc\t", "\t\tc\t"), 4, "an empty word"),
     (lambda t: t.replace("\tc\tc\t", "\t \tc\t"), 4, "an empty word"),
     (lambda t: t.replace("2\tb\tb\tIZE\tIZE_ARR", "2\tb\tb\tIZE\t"), 2, "an empty tag"),
+    # tabs turned into spaces: every one, or one (nine columns), or the columns shifted by one
+    (lambda t: t.replace("2\tb\tb\tIZE\tIZE_ARR\t_\t0\tROOT\t_\t_", "2 b b IZE IZE_ARR _ 0 ROOT _ _"), 2,
+     "1 tab-separated column"),
+    (lambda t: t.replace("2\tb\tb\tIZE", "2 b\tb\tIZE"), 2, "9 tab-separated column"),
+    (lambda t: t.replace("2\tb\tb\t", "x\tb\tb\t"), 2, "ID 'x' is not a token number"),
 ])
 def test_bad_conll_line_is_an_error_with_file_and_line_or_a_counted_skip(damage, line, why):
     text = damage(GOOD)
@@ -148,6 +153,38 @@ def test_zip_with_a_corrupted_member_is_a_corpus_error(nltk_root):
     target.write_bytes(bytes(data))
     with pytest.raises(CorpusError, match="conll2007.zip: eus.test cannot be read.*damaged"):
         basque_sentences("test")
+
+
+def test_treebank_zip_without_mrg_files_is_a_corpus_error(nltk_root, tmp_path):
+    """A treebank package with no .mrg member is damaged: an error, not empty corpora."""
+    with zipfile.ZipFile(nltk_root / "corpora" / "treebank.zip", "w") as z:
+        z.writestr("treebank/", "")
+        z.writestr("treebank/combined/", "")
+        z.writestr("treebank/combined/README", "no trees here")
+    with pytest.raises(CorpusError, match=r"treebank.zip.*no file named like wsj_.*\\.mrg.*damaged"):
+        ptb_trees("test")
+    res = CliRunner().invoke(app, ["convert", "ptb", str(tmp_path / "out")])
+    assert res.exit_code == 1 and "no file named like" in res.output
+    assert not (tmp_path / "out" / "train.spacy").exists()
+
+
+@pytest.mark.parametrize("limit", [-5, -1, 2.5, "3", True])
+def test_a_negative_or_non_integer_limit_is_refused(limit):
+    for read in (lambda: corpus_items("basque", "test", limit), lambda: brown_sentences(limit)):
+        with pytest.raises(CorpusError, match="limit"):
+            read()
+
+
+def test_limit_zero_means_all_as_none_does(nltk_root, tmp_path):
+    write_conll_zip(nltk_root, GOOD * 200, GOOD * 2)
+    assert len(corpus_items("basque", "test", 0)) == len(corpus_items("basque", "test")) == 6
+    assert len(corpus_items("basque", "test", 4)) == 4
+    out = tmp_path / "out"
+    res = CliRunner().invoke(app, ["convert", "basque", str(out), "--limit", "-5"])
+    assert res.exit_code == 1 and res.output.count("\n") == 1 and "limit" in res.output
+    assert not out.exists() or not any(out.iterdir())
+    res = CliRunner().invoke(app, ["convert", "basque", str(out), "--limit", "0"])
+    assert res.exit_code == 0, res.output
 
 
 def test_convert_skip_bad_reports_the_count(nltk_root, tmp_path):

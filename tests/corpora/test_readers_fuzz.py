@@ -33,6 +33,9 @@ CONLL_DAMAGE = {
     "NUL byte": lambda line: line.replace("\t", "\0\t", 1),
     "empty word": lambda line: "\t".join(c if i != 1 else "" for i, c in enumerate(line.split("\t"))),
     "empty tag": lambda line: "\t".join(c if i != 4 else " " for i, c in enumerate(line.split("\t"))),
+    # a tab turned into a space (a word may hold spaces: the columns would shift), or one column too many
+    "tab as space": lambda line: line.replace("\t", " ", 1),
+    "extra column": lambda line: line + "\t_",
 }
 sentences = st.lists(st.lists(st.tuples(st.sampled_from(WORDS), st.sampled_from(TAGS)), min_size=1, max_size=5),
                      min_size=1, max_size=8)

@@ -17,6 +17,7 @@ from spacy_structpref.incremental import (CandidateSets, CPInventory, Incrementa
                                          preference_sets, preference_sets_of)
 from spacy_structpref.kernels import _kernels, dag_weighted_sums, gram
 from spacy_structpref.kernels.dag import _node_weights, _packed, _self_kernels
+from spacy_structpref.kernels.inputs import MAX_NODES
 from spacy_structpref.learners import KernelPerceptron, TreeKernel, fit
 from spacy_structpref.trees import TreeSetDAG
 from spacy_structpref.trees._dag import dag_occurrences
@@ -30,13 +31,13 @@ def column_sums(a: TreeSetDAG, weights, b: TreeSetDAG, lam: float, sigma: float,
     """The utilities as ``dag_weighted_sums`` computed them before the
     production index: ``b`` as the rows of ``dag_block``, ``a`` collapsed
     into one weighted column."""
-    node_weight = _node_weights(a, np.asarray(weights, float), lam, sigma, normalize)
+    node_weight = _node_weights(a, np.asarray(weights, float), lam, sigma, normalize, MAX_NODES)
     n = a.n_dag_nodes
     pb = _packed(b)
     K, _ = _kernels.dag_block(pb[0], _packed(a)[0], *pb[1], np.arange(n + 1, dtype=INT), np.zeros(n, dtype=INT),
                               node_weight, len(b), 1, lam, sigma)
     sums = K[:, 0]
-    return sums / np.sqrt(_self_kernels(b, lam, sigma)) if normalize else sums
+    return sums / np.sqrt(_self_kernels(b, lam, sigma, MAX_NODES)) if normalize else sums
 
 
 def reference_occurrences(dag: TreeSetDAG):

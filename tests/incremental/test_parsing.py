@@ -15,7 +15,7 @@ from spacy_structpref.corpora import ptb_trees
 from spacy_structpref.errors import StructPrefError
 from spacy_structpref.incremental import (ATTACH, LIFT, CPInventory, CPType, candidate_edits,
                                           connection_paths, extend, incremental_trees)
-from spacy_structpref.incremental.parsing import IncrementalParser, fallback_edit
+from spacy_structpref.incremental.parsing import MAX_BEAM_WIDTH, IncrementalParser, fallback_edit, flat_parse
 from spacy_structpref.trees import SymbolTable, TreeSetDAG
 
 from tests.helpers.strategies import trees
@@ -172,6 +172,23 @@ def test_fallback_edit_is_an_edit():
     assert fallback_edit(Tree("PRP", ["I"]), "VBD") == (CPType(LIFT, "PRP", ("FRAG",), ("VBD",)), 0)
 
 
+@pytest.mark.parametrize("n", [1, 2, 3, 7])
+def test_flat_parse_steps_build_the_flat_tree(n):
+    """The unsearched parse: the flat (TOP (S ...)) tree, whose steps, each a
+    fallback, rebuild it word by word."""
+    words, tags = [f"w{i}" for i in range(n)], [f"T{i % 3}" for i in range(n)]
+    parse = flat_parse(words, tags)
+    tree = Tree(tags[0], [words[0]])
+    for word, step in zip(words[1:], parse.steps[1:]):
+        tree = extend(tree, step.cp, step.depth, word)
+    expected = Tree("TOP", [Tree("S", [Tree(t, [w]) for w, t in zip(words, tags)])])
+    assert flat(parse.tree) == flat(expected)
+    if n > 1:
+        assert flat(Tree("TOP", [tree])) == flat(expected)
+    assert parse.steps[0].cp is None and all(step.fallback for step in parse.steps)
+    assert parse.n_fallbacks == n == len(parse.steps)
+
+
 def test_bad_input():
     inventory = CPInventory.from_trees([Tree.fromstring(SENT)])
     parser = IncrementalParser(inventory, zero_scorer)
@@ -180,7 +197,7 @@ def test_bad_input():
                                (["I", ""], ["PRP", "VBD"], "non-empty strings")]:
         with pytest.raises(StructPrefError, match=match):
             parser.parse(words, tags)
-    for width in (0, -1, 1.5, True):
+    for width in (0, -1, 1.5, True, 101, 10 ** 6):
         with pytest.raises(StructPrefError, match="beam_width"):
             IncrementalParser(inventory, zero_scorer, beam_width=width)
     with pytest.raises(StructPrefError, match="CPInventory"):
@@ -222,8 +239,10 @@ def test_exhaustive_beam_is_exact(a, b, c, seed):
     words, tags = tagged(a)
     scorer = hash_scorer(seed)
     every = reference_all_parses(words, tags, inventory, scorer)
-    assume(every is not None and len(every) > 1)  # small enough to enumerate, and ambiguous
-    beam = IncrementalParser(inventory, scorer, beam_width=10 ** 6).beam(words, tags)
+    # small enough to enumerate and to fit the widest beam (each partial parse has an extension: a
+    # fallback at worst, so no word has more of them than the last), and ambiguous
+    assume(every is not None and 1 < len(every) <= MAX_BEAM_WIDTH)
+    beam = IncrementalParser(inventory, scorer, beam_width=MAX_BEAM_WIDTH).beam(words, tags)
     for parse in beam:
         check_parse(parse, words, tags)
     assert sorted(flat(p.tree) for p in beam) == sorted(flat(t) for _, _, t in every)

@@ -15,7 +15,7 @@ from nltk.tree import Tree
 from spacy_structpref.errors import StructPrefError
 from spacy_structpref.kernels import (PreparedForest, dag_kernel_block, dag_self_kernels, dag_weighted_sums,
                                       forest_gram, forest_kernel, gram, tree_kernel)
-from spacy_structpref.kernels.forests import MAX_FOREST_NODES
+from spacy_structpref.kernels.inputs import MAX_NODES
 from spacy_structpref.trees import SymbolTable, TreeSetDAG, parse_bracketed
 from spacy_structpref.trees.convert import to_forest
 
@@ -187,4 +187,4 @@ def test_forest_kernel_refuses_forests_above_max_nodes():
         forest_gram([a], max_nodes=10)
     with pytest.raises(StructPrefError, match="max_nodes"):
         PreparedForest(a, max_nodes=10)
-    assert MAX_FOREST_NODES == 10_000
+    assert MAX_NODES == 10_000

@@ -346,7 +346,7 @@ def test_composite_kernel_is_tree_kernel_plus_log_p_product(scored):
         kernel.prepare((s1.dag(kernel.symbols, True), lp1[:-1]))
     with pytest.raises(StructPrefError, match="finite"):
         ScoredTrees(t1, np.full(len(t1), -np.inf))
-    with pytest.raises(StructPrefError, match=">= 0"):
+    with pytest.raises(StructPrefError, match="at least 0"):
         CompositeKernel(TreeKernel(), b=-1)
 
 

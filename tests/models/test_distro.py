@@ -157,15 +157,19 @@ def test_init_of_A(docs):
     low = DistroTagger(fixed_features(4), rank=3, nO=6)
     low.initialize(X=docs)
     numpy.testing.assert_allclose(numpy.linalg.norm(low.get_ref("labels").get_param("A"), axis=0), 1.0, rtol=1e-5)
-    high = DistroTagger(fixed_features(4), rank=8, nO=6)
+    high = DistroTagger(fixed_features(4), rank=6, nO=6)
     high.initialize(X=docs)
-    numpy.testing.assert_array_equal(high.get_ref("labels").get_param("A"), numpy.eye(8, 6))
+    numpy.testing.assert_array_equal(high.get_ref("labels").get_param("A"), numpy.eye(6))
     for name in ("W", "WT", "w0", "b"):
         assert not high.get_ref("weights").get_param(name).any()  # w = 0 at start
     with pytest.raises(ValueError, match="number of labels"):
         DistroTagger(fixed_features(4)).initialize(X=docs)
-    with pytest.raises(ValueError, match="rank"):
-        DistroTagger(fixed_features(4), rank=0)
+    for rank in (0, -1, 2.5, True, "3"):
+        with pytest.raises(TaggerError, match="rank"):
+            DistroTagger(fixed_features(4), rank=rank)
+    # a rank above the number of labels adds parameters, not capacity: refused before anything is allocated
+    with pytest.raises(TaggerError, match="rank 5000 is above the number of labels"):
+        DistroTagger(fixed_features(4), rank=5000, nO=6).initialize(X=docs)
 
 
 def test_unset_rank_is_one_per_label(docs):

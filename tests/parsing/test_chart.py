@@ -197,6 +197,45 @@ def test_unparseable_sentence_gets_fallback():
     assert len(res.nbest) == 1
 
 
+def _posterior_reference(grammar, word, position):
+    """P(T | w) summed by treebank tag, from the grammar's tables: for a known
+    word ``tag_word`` smoothed by its signature's ``tag_sig`` with weight
+    ``smooth``, for an unknown one ``tag_sig`` alone."""
+    from spacy_structpref.parsing.grammar import word_signature
+
+    sig = grammar.tag_sig.get(word_signature(word, position)) or grammar.tag_sig[""]
+    if word in grammar.word_count:
+        c, seen = grammar.word_count[word], grammar.tag_word[word]
+        post = {t: (seen.get(t, 0.0) * c + grammar.smooth * sig.get(t, 0.0)) / (c + grammar.smooth)
+                for t in set(seen) | set(sig)}
+    else:
+        post = sig
+    total = defaultdict(float)
+    for t, p in post.items():
+        total[base_label(grammar.states[t])] += p
+    return total
+
+
+def test_fallback_tags_maximise_tag_given_word(grammar):
+    """The flat fallback's tags are the argmax of P(T | w) summed over a
+    tag's annotated states, word by word, not of P(w | T) (which gave every
+    unknown lowercase word WP$)."""
+    words = "the dog glorpified Blorfington 's 1,234 shares of XYZZY quickly .".split()
+    tags = Parser(grammar).fallback_tags(words)
+    for i, (word, tag) in enumerate(zip(words, tags)):
+        total = _posterior_reference(grammar, word, i)
+        assert total[tag] == pytest.approx(max(total.values()), rel=1e-12), (word, tag)
+    assert tags[:2] == ["DT", "NN"] and "WP$" not in tags
+    res = Parser(grammar, max_length=3).parse(words)
+    assert res.fallback and [t for _, t in res.tree.pos()] == tags
+
+
+def test_fallback_tags_follow_upstream_tags_by_tag_mode(grammar):
+    words, upstream = ["the", "dog"], ["NN", "VB"]
+    assert Parser(grammar, tag_mode="hard").fallback_tags(words, upstream)[1] == "VB"
+    assert Parser(grammar, tag_mode="ignore").fallback_tags(words, upstream) == ["DT", "NN"]
+
+
 def test_bad_input(exact):
     from spacy_structpref.errors import StructPrefError
 

@@ -184,6 +184,25 @@ def test_round_trip_through_bytes_parses_identically(trained, short_trees):
         assert a.nbest == b.nbest
 
 
+def test_saved_weights_with_nan_are_refused(short_trees):
+    """Bytes whose model holds a NaN weight (a diverged training, or crafted)
+    are refused before anything loads: every score would be NaN."""
+    import srsly
+
+    from spacy_structpref.errors import SavedModelError
+
+    msg = srsly.msgpack_loads(SpanParser.from_trees(short_trees[:3], SpanCRF(**SMALL)).to_bytes())
+    weights = srsly.msgpack_loads(msg["model"])
+    values = next(p for p in weights["params"] if p)
+    name = next(iter(values))
+    values[name] = values[name].copy()
+    values[name].flat[0] = np.nan
+    msg["model"] = srsly.msgpack_dumps(weights)
+    fresh = SpanParser(SpanCRF(**SMALL), SpanLabels(["", "S"]), ["NN"])
+    with pytest.raises(SavedModelError, match=f"{name} hold 1 NaN or infinite value"):
+        fresh.from_bytes(srsly.msgpack_dumps(msg))
+
+
 def test_sentences_over_max_length_get_the_flat_fallback(trained, short_trees):
     parser, _ = trained
     words = short_trees[0].leaves()

@@ -73,3 +73,22 @@ def test_evalb_command_prints_evalb_output():
     assert res.exit_code == 0, res.output
     assert res.stderr == "1 : Words unmatch (He|She)\n"
     assert res.stdout + res.stderr == case.with_suffix(".evalb").read_text(encoding="utf-8")
+
+
+def test_the_docs_route_scores_as_evalb():
+    """The reference parses put on Docs and scored through spaCy's scorer
+    (what ``nlp.evaluate`` and ``spacy train`` report) give EVALB's figures:
+    its two length-error sentences left out and counted, not scored."""
+    import spacy
+    from spacy.training import Example
+
+    from spacy_structpref.scoring.parseval import score_parseval
+    from spacy_structpref.trees import tree_to_doc
+
+    vocab = spacy.blank("en").vocab
+    examples = [Example(tree_to_doc(vocab, parse_bracketed(test)), tree_to_doc(vocab, parse_bracketed(gold)))
+                for gold, test in zip(read_lines(EVALB_DIR / "ptb_test.gold"),
+                                      read_lines(EVALB_DIR / "ptb_test.parsed"))]
+    scores = score_parseval(examples)
+    assert scores["parseval_errors"] == 2 and scores["parseval_skipped"] == 0
+    assert (f"{100 * scores['parseval_f']:.2f}", f"{100 * scores['parseval_f_40']:.2f}") == ("76.57", "77.50")

@@ -1,4 +1,6 @@
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from spacy_structpref.corpora import ptb_trees
 from spacy_structpref.errors import StructPrefError
@@ -117,17 +119,79 @@ def test_phrase_labelled_like_punctuation_is_deleted_and_unlabelled_root_counts(
 
 
 def test_evalb_stops_after_max_error_plus_one_errors():
+    """EVALB's Error() prints its line, then exits once it has counted more
+    than MAX_ERROR + 1: at the 12th error with -e 10, at the first with any
+    negative -e; what it printed until then is the header and the lines of
+    the sentences before the error."""
     from dataclasses import replace
 
-    from spacy_structpref.scoring.parseval import COLLINS, EvalbStopped
+    from spacy_structpref.scoring.parseval import _HEAD, COLLINS, EvalbStopped
 
     bad = P(GOLD.replace("mat", "hat"))
-    assert evalb([P(GOLD)] * 11, [bad] * 11).all.errors == 11  # EVALB exits at the 12th
-    with pytest.raises(EvalbStopped, match="MAX_ERROR 10"):
-        evalb([P(GOLD)] * 12, [bad] * 12)
+    assert evalb([P(GOLD)] * 11, [bad] * 11).all.errors == 11
+    with pytest.raises(EvalbStopped, match="MAX_ERROR 10") as stop:
+        evalb([P(GOLD)] * 16, [P(GOLD)] * 3 + [bad] * 13)
+    result = stop.value.result
+    assert result.stopped and [n for n, _ in result.messages] == list(range(3, 15))
+    assert result.messages[-1][1] == "15 : Words unmatch (mat|hat)"
+    lines = result.report().splitlines()
+    assert lines[:3] == _HEAD and len(lines) == 3 + 14 and lines[-1].startswith("  14")
+    for negative in (-1, -5):
+        with pytest.raises(EvalbStopped, match=f"MAX_ERROR {negative}") as stop:
+            evalb([P(GOLD)] * 3, [P(GOLD), bad, bad], replace(COLLINS, max_error=negative))
+        assert stop.value.result.messages == [(1, "2 : Words unmatch (mat|hat)")]
     assert evalb([P(GOLD)] * 12, [bad] * 12, replace(COLLINS, max_error=None)).all.errors == 12
-    with pytest.raises(StructPrefError, match="max_error"):
-        replace(COLLINS, max_error=-1)
+    for wrong in (1.5, True, "3"):
+        with pytest.raises(StructPrefError, match="max_error"):
+            replace(COLLINS, max_error=wrong)
+
+
+def test_stop_message_names_the_error_it_stops_at():
+    """The stop blames what EVALB reports (here unbalanced brackets), not words."""
+    from spacy_structpref.scoring.parseval import EvalbStopped, evalb_lines
+
+    line = "(TOP (S (NP (PRP He)) (VP (VBD left))))"
+    with pytest.raises(EvalbStopped, match="too many open bracket") as stop:
+        evalb_lines([line] * 12, [line[:-1]] * 12)
+    assert "word" not in str(stop.value).lower()
+
+
+def _crossing_reference(test, gold):
+    """EVALB's loop: each test bracket against every gold one."""
+    return sum(any(gs < ts < ge < te or ts < gs < te < ge for _, gs, ge in gold) for _, ts, te in test)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 12), st.integers(1, 12)), max_size=15),
+       st.lists(st.tuples(st.integers(0, 12), st.integers(1, 12)), max_size=15))
+def test_crossing_equals_the_pairwise_count(test, gold):
+    from spacy_structpref.scoring.parseval import _crossing
+
+    # a == b: a bracket left unclosed (end -1), which EVALB reads but which crosses nothing
+    test = [("X", min(a, b), max(a, b)) if a != b else ("X", a, -1) for a, b in test]
+    gold = [("X", min(a, b), max(a, b)) if a != b else ("X", a, -1) for a, b in gold]
+    assert _crossing(test, gold) == _crossing_reference(test, gold)
+
+
+def test_a_chain_100000_deep_scores_in_seconds():
+    """Matching and crossing brackets are linear up to a logarithm: a chain
+    of 100,000 brackets, as a tree and as a line, and a flat sentence of
+    20,000 phrases."""
+    import time
+
+    from spacy_structpref.scoring.parseval import evalb_lines
+    from tests.helpers.deep_trees import chain
+
+    start = time.perf_counter()
+    deep = chain(100_000, label=lambda level: ("S", "NP", "VP")[level % 3])
+    r = evalb([deep], [deep])
+    assert (r.all.matched, r.all.gold, r.all.crossing) == (100_000, 100_000, 0)
+    line = "(TOP " + "(S " * 100_000 + "(NN w)" + ")" * 100_001
+    wide = "(TOP (S " + " ".join(f"(NP (NN w{i}))" for i in range(20_000)) + "))"
+    shifted = "(TOP (S " + " ".join(f"(NP (NN w{i}) (NN w{i + 1}))" for i in range(0, 20_000, 2)) + "))"
+    r = evalb_lines([line, wide], [line, shifted])
+    assert r.sentences[0].matched == 100_000 and r.sentences[1].crossing == 0
+    assert time.perf_counter() - start < 60
 
 
 def test_table_has_both_columns():

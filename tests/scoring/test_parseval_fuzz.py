@@ -65,3 +65,26 @@ def test_evalb_on_any_lines_scores_or_names_the_line(gold, data):
         assert "line " in str(err) or "MAX_ERROR" in str(err)
         return
     assert result.all.sentences <= len(gold) and result.report().endswith("\n")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(tree_pairs(), min_size=1, max_size=6), st.integers(-3, 3))
+def test_evalb_stops_where_evalb_does_or_scores_everything(pairs, max_error):
+    """With MAX_ERROR m, EVALB exits at error m + 2 (any negative m: at the
+    first): a stopped result has exactly that many messages and its report
+    is the header and the sentence lines before the last error; a run that
+    does not stop has at most m + 1 errors and matches the unbounded run."""
+    from spacy_structpref.scoring.parseval import EvalbStopped
+
+    golds, tests = [g for g, _ in pairs], [t for _, t in pairs]
+    every = evalb(golds, tests, EvalbParams(max_error=None))
+    try:
+        result = evalb(golds, tests, EvalbParams(max_error=max_error))
+    except EvalbStopped as stop:
+        result = stop.result
+        assert result.stopped and len(result.messages) == max(max_error, -1) + 2
+        assert result.messages == every.messages[:len(result.messages)]
+        lines = result.report().splitlines()
+        assert len(lines) == 3 + result.messages[-1][0] and "Summary" not in result.report()
+        return
+    assert len(result.messages) <= max(max_error, -1) + 1 and result.report() == every.report()

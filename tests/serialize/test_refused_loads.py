@@ -272,6 +272,81 @@ def test_rnn_vocabulary_with_bad_ids_is_refused(copy):
         load("rnn", path)
 
 
+def _nan_weight(data: bytes) -> bytes:
+    """Thinc's message ``data`` with its first weight set to NaN."""
+    msg = srsly.msgpack_loads(data)
+    values = next(p for p in msg["params"] if p)
+    name = next(iter(values))
+    values[name] = np.array(values[name], copy=True)
+    values[name].flat[0] = np.nan
+    return srsly.msgpack_dumps(msg)
+
+
+@pytest.mark.parametrize("name, file, nested", [("distro_tagger", "model", False),
+                                                ("rnn", "model.msgpack", True)])
+def test_nan_weights_in_a_checksum_consistent_save_are_refused(copy, saved, name, file, nested):
+    """A save whose files match their marker but whose weights hold a NaN
+    (a diverged training, or crafted) is refused at load, and the object
+    loaded into stays as it was."""
+    path = copy(name)
+    data = (path / file).read_bytes()
+    if nested:  # the learner writes thinc's bytes as one msgpack string
+        (path / file).write_bytes(srsly.msgpack_dumps(_nan_weight(srsly.msgpack_loads(data))))
+    else:
+        (path / file).write_bytes(_nan_weight(data))
+    resign(path)
+    target = load(name, saved[name])
+    with pytest.raises(SavedModelError, match="NaN or infinite"):
+        target.from_disk(path)
+    load(name, saved[name])  # the good save still loads
+
+
+def test_nan_weights_in_a_span_crf_forest_parser_save_are_refused(tmp_path):
+    from tests.parsing.test_span_parser import SMALL
+
+    nlp = spacy.blank("en")
+    parser = nlp.add_pipe("forest_parser", config={"model": {"@architectures": "spacy_structpref.SpanCRF.v1",
+                                                             **SMALL}})
+    parser.initialize_from_trees([parse_bracketed(t) for t in TREES])
+    parser.to_disk(tmp_path / "span")
+    model = tmp_path / "span" / "model.msgpack"
+    model.write_bytes(srsly.msgpack_dumps(_nan_weight(srsly.msgpack_loads(model.read_bytes()))))
+    resign(tmp_path / "span")
+    fresh = nlp.create_pipe("forest_parser", config={"model": {"@architectures": "spacy_structpref.SpanCRF.v1",
+                                                              **SMALL}})
+    with pytest.raises(SavedModelError, match="NaN or infinite"):
+        fresh.from_disk(tmp_path / "span")
+    assert fresh._parser is None
+
+
+def test_duplicate_labels_in_a_kernel_classifier_save_are_refused(tmp_path):
+    from spacy_structpref.classification.classifier import KernelClassifier
+    from spacy_structpref.classification.kernels import BowDocKernel
+
+    nlp = spacy.blank("en")
+    docs = [nlp.make_doc(t) for t in ("a b c", "b c d", "x y z", "y z w")]
+    classifier = KernelClassifier(BowDocKernel()).fit(docs, ["P", "P", "Q", "Q"], progress=False)
+    state = classifier.state()
+    state["labels"] = ["P", "P"]
+    with pytest.raises(SavedModelError, match="labels must be distinct"):
+        KernelClassifier(BowDocKernel()).load_state(state, classifier.arrays())
+
+
+def test_a_parser_k_below_the_rerankers_is_refused_at_load(tmp_path):
+    """A save whose forest_parser keeps fewer candidates than the reranker
+    takes (a crafted cfg, consistent with its marker) is refused at load."""
+    nlp = spacy.blank("en")
+    nlp.add_pipe("forest_parser", config={"k": 10})
+    nlp.add_pipe("parse_reranker", config={"k": 5})
+    nlp.to_disk(tmp_path / "pipeline")
+    assert spacy.load(tmp_path / "pipeline").get_pipe("parse_reranker").cfg["k"] == 5
+    cfg = tmp_path / "pipeline" / "forest_parser" / "cfg.json"
+    cfg.write_text(cfg.read_text().replace('"k":10', '"k":3'))
+    resign(tmp_path / "pipeline" / "forest_parser")
+    with pytest.raises(StructPrefError, match="forest_parser keeps 3-best lists, but parse_reranker reranks 5"):
+        spacy.load(tmp_path / "pipeline")
+
+
 def test_loading_into_the_wrong_kind_of_learner_names_both(saved):
     with pytest.raises(SavedModelError, match="holds a saved KernelPerceptron, not a RecursiveNetLearner"):
         load("rnn", saved["perceptron"])

@@ -14,7 +14,8 @@ import numpy as np
 import srsly
 
 from ..errors import SavedModelError, StructPrefError
-from .svm import OneVsRest, dev_mask, fit_tuned
+from ..kernels.inputs import check_threads
+from .svm import OneVsRest, check_C, dev_mask, fit_tuned
 
 FORMAT_VERSION = 1
 ARRAYS = ("coef", "intercept")  # saved as {name}.npy
@@ -28,9 +29,10 @@ class KernelClassifier:
 
     def __init__(self, kernel, C_grid: Sequence[float] = (1.0,), dev_every: int = 10, n_threads: int = 1):
         self.kernel = kernel
-        self.C_grid = [float(c) for c in C_grid]
+        self.C_grid = [check_C(c) for c in C_grid]
+        dev_mask(0, dev_every)  # checks it
         self.dev_every = dev_every
-        self.n_threads = n_threads
+        self.n_threads = check_threads(n_threads)
         self.labels: List[str] = []
         self.model: Optional[OneVsRest] = None
         self.support_items: list = []
@@ -123,6 +125,8 @@ class KernelClassifier:
             raise SavedModelError(f"the saved classifier was trained with the kernel {state['kernel']}, but this "
                                   f"component is configured with {self.kernel.settings()}")
         labels = list(state["labels"])
+        if not all(isinstance(label, str) for label in labels) or len(set(labels)) != len(labels):
+            raise SavedModelError(f"the saved classifier's labels must be distinct strings, got {labels!r}")
         support = self.kernel.decode(state["support"])
         coef, intercept = (np.asarray(arrays[k]) for k in ARRAYS)
         if (coef.dtype != np.float64 or intercept.dtype != np.float64 or coef.shape != (len(labels), len(support))

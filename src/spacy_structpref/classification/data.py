@@ -54,13 +54,16 @@ def parse_questions(model, out_dir, n_process: int = 1, limit: Optional[int] = N
     """Parse the TREC training (train+dev, corpus order) and test questions
     with the pipeline saved at ``model`` (its last component must be the
     ``forest_parser``, storing forests) and write ``out_dir/{split}.spacy``
-    atomically; ``limit`` parses the first n of each split (smoke runs).
-    Returns the number of Docs per split."""
+    atomically; ``limit`` parses the first n of each split (smoke runs; 0
+    or None: all). Returns the number of Docs per split."""
     import spacy
     from spacy.tokens import DocBin
 
     from ..corpora import item_to_doc, qc_questions
+    from ..corpora.readers import check_limit
     from ..saving import atomic_file
+
+    limit = check_limit(limit)
 
     nlp = spacy.load(model)
     parsers = [name for name in nlp.pipe_names if nlp.get_pipe_meta(name).factory == "forest_parser"]
@@ -110,8 +113,12 @@ def parsed_examples(path, granularity: str = "coarse", split: str = "all", limit
     cache file: the predicted Doc carries the cached parse (tree, forest),
     the reference Doc the gold ``doc.cats``. ``split`` ``"all"``, or, for
     the training file, ``"train"``/``"dev"`` (dev: every 10th question);
-    ``limit`` > 0 keeps the first n."""
+    ``limit`` > 0 keeps the first n (0 or None: all)."""
     from spacy.training import Example
+
+    from ..corpora.readers import check_limit
+
+    limit = check_limit(limit)
 
     if split not in ("all", "train", "dev"):
         raise StructPrefError(f"unknown split {split!r}; expected 'all', 'train' or 'dev'")
@@ -122,7 +129,7 @@ def parsed_examples(path, granularity: str = "coarse", split: str = "all", limit
         docs = load_parsed(path, granularity, nlp.vocab)
         if split != "all":
             docs = [d for i, d in enumerate(docs) if (i % QC_DEV_EVERY == QC_DEV_EVERY - 1) == (split == "dev")]
-        for doc in docs[:limit or None]:
+        for doc in docs[:limit]:
             predicted = doc.copy()
             predicted.cats = {}
             yield Example(predicted, doc)

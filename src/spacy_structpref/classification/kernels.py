@@ -24,17 +24,14 @@ from typing import List, Optional, Sequence
 
 import numpy as np
 
-from ..errors import SavedModelError, StructPrefError
-from ..kernels.inputs import check_lambda
+from ..errors import SavedModelError, StructPrefError, check_count, check_number
+from ..kernels.inputs import check_lambda, check_threads
 from ..trees.arrays import INT, SymbolTable
 
 KERNEL_NAMES = ("tree", "forest", "bow", "tree+bow", "forest+bow")
-
-
-def _check_threads(n_threads: int) -> int:
-    if not isinstance(n_threads, int) or n_threads < 1:
-        raise StructPrefError(f"n_threads must be an integer of at least 1, got {n_threads!r}")
-    return n_threads
+# The BOW kernel's longest n-grams: a text's features grow with max_n × its length (and up to
+# max_n = its length, with the cube of the length), and n-grams this long are almost never shared.
+MAX_NGRAM = 10
 
 
 class TreeDocKernel:
@@ -96,11 +93,11 @@ class ForestDocKernel:
                  n_threads: int = 2):
         from ..learners.kernels import ForestKernel
 
-        if merit_ratio is not None and not 0 < merit_ratio <= 1:
-            raise StructPrefError(f"merit_ratio must lie in (0, 1] (or null), got {merit_ratio}")
+        if merit_ratio is not None:
+            merit_ratio = check_number("merit_ratio (null: as stored)", merit_ratio, 0.0, 1.0, above=True)
         self.kernel = ForestKernel(lam, alpha, normalize=True)
         self.merit_ratio = merit_ratio
-        self.n_threads = _check_threads(n_threads)
+        self.n_threads = check_threads(n_threads)
 
     @property
     def symbols(self) -> SymbolTable:
@@ -181,14 +178,13 @@ def count_vectors(feature_lists, vocabulary: Optional[dict] = None):
 
 
 class BowDocKernel:
-    """Cosine of the word n-gram count vectors (n = 1 .. ``max_n``)."""
+    """Cosine of the word n-gram count vectors (n = 1 .. ``max_n``, at
+    most :data:`MAX_NGRAM`)."""
 
     needs_forest = False
 
     def __init__(self, max_n: int = 2, lowercase: bool = True):
-        if not isinstance(max_n, int) or max_n < 1:
-            raise StructPrefError(f"max_n must be an integer of at least 1, got {max_n!r}")
-        self.max_n, self.lowercase = max_n, bool(lowercase)
+        self.max_n, self.lowercase = check_count("max_n", max_n, 1, MAX_NGRAM), bool(lowercase)
 
     def items(self, docs) -> list:
         out = []
@@ -228,11 +224,12 @@ class SumDocKernel:
     ``weights`` (a composite kernel: a sum of kernels is a kernel)."""
 
     def __init__(self, kernels: Sequence, weights: Sequence[float]):
-        kernels, weights = list(kernels), [float(w) for w in weights]
+        kernels, weights = list(kernels), list(weights)
         if not kernels or len(kernels) != len(weights):
             raise StructPrefError(f"a sum of kernels needs one weight per kernel: {len(kernels)} kernel(s), "
                                   f"{len(weights)} weight(s)")
-        if not all(np.isfinite(w) and w >= 0 for w in weights) or not sum(weights) > 0:
+        weights = [check_number("a kernel weight", w, 0.0) for w in weights]
+        if not all(np.isfinite(weights)) or not sum(weights) > 0:
             raise StructPrefError(f"kernel weights must be non-negative and not all 0, got {weights}")
         self.kernels, self.weights = kernels, weights
 
@@ -285,8 +282,7 @@ def named_kernel(name: str, lam: float = 0.4, alpha: float = 1.0, bow_weight: fl
              "bow": lambda: BowDocKernel()}
     if not bow:
         return parts[structure]()
-    if not 0 <= bow_weight <= 1:
-        raise StructPrefError(f"bow_weight must lie in [0, 1], got {bow_weight}")
+    bow_weight = check_number("bow_weight", bow_weight, 0.0, 1.0)
     return SumDocKernel([parts[structure](), BowDocKernel()], [1 - bow_weight, bow_weight])
 
 

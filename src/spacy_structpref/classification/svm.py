@@ -16,7 +16,7 @@ from typing import Dict, NamedTuple, Optional, Sequence
 
 import numpy as np
 
-from ..errors import StructPrefError
+from ..errors import StructPrefError, check_number
 
 
 class OneVsRest(NamedTuple):
@@ -38,10 +38,7 @@ class OneVsRest(NamedTuple):
 
 
 def check_C(C: float) -> float:
-    C = float(C)
-    if not (np.isfinite(C) and C > 0):
-        raise StructPrefError(f"the SVM's C must be a positive number, got {C}")
-    return C
+    return check_number("the SVM's C", C, 0.0, above=True)
 
 
 def _binary(K: np.ndarray, positive: np.ndarray, C: float):

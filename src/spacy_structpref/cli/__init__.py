@@ -6,7 +6,7 @@ from typing import List, Optional
 import typer
 
 from ..errors import StructPrefError
-from .common import DATA_HELP, MAX_ERRORS_HELP, app, command, data_root, parse_numbers
+from .common import DATA_HELP, MAX_ERRORS_HELP, SCORE_ALL_HELP, app, command, data_root, output_file, parse_numbers
 from .project_steps import TIMINGS
 
 @command("fetch-data")
@@ -26,7 +26,7 @@ def convert_cli(
     corpus: str = typer.Argument(..., help="ptb, basque, brown, qc-coarse or qc-fine (TREC question classes)"),
     output_dir: Path = typer.Argument(..., help="Where train/dev/test .spacy files go"),
     data: Optional[Path] = typer.Option(None, "--data", help=DATA_HELP),
-    limit: Optional[int] = typer.Option(None, "--limit", help="Only the first N sentences of each split"),
+    limit: Optional[int] = typer.Option(None, "--limit", help="Only the first N sentences of each split (0: all)"),
     skip_bad: bool = typer.Option(False, "--skip-bad", help="Leave out bad sentences (counted) rather than fail"),
 ):
     """Convert a corpus to train/dev/test .spacy files and print a summary table."""
@@ -72,12 +72,16 @@ def evaluate_parse_cli(
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the scores as JSON"),
     batch_size: int = typer.Option(32, "--batch-size"),
     max_errors: int = typer.Option(10, "--max-errors", "-e", help=MAX_ERRORS_HELP),
+    score_all: bool = typer.Option(False, "--score-all", help=SCORE_ALL_HELP),
 ):
-    """Parse the gold Docs' words and print the EVALB (PARSEVAL) table."""
+    """Parse the gold Docs' words and print the EVALB (PARSEVAL) table; EVALB's
+    error lines go to stderr, and a run EVALB would stop ends in a failure."""
     from .evaluate import evaluate_parse
 
+    if output is not None:
+        output_file(output, "--output")
     evaluate_parse(model, data_path, output=output, batch_size=batch_size,
-                   max_errors=max_errors if max_errors >= 0 else None)
+                   max_errors=None if score_all else max_errors)
 
 
 @command("evalb")
@@ -86,18 +90,25 @@ def evalb_cli(
     test: Path = typer.Argument(..., help="Test trees, line by line with the gold file"),
     max_errors: int = typer.Option(10, "--max-errors", "-e", help=MAX_ERRORS_HELP),
     cutoff: int = typer.Option(40, "--cutoff", "-c", help="Length cut-off of the second summary"),
+    score_all: bool = typer.Option(False, "--score-all", help=SCORE_ALL_HELP),
 ):
     """EVALB with COLLINS.prm (evalb -p COLLINS.prm GOLD TEST): its table on
-    stdout, its errors on stderr, character for character."""
+    stdout, its errors on stderr, character for character; where EVALB stops
+    (its MAX_ERROR), what it printed until then and exit status 1."""
     from dataclasses import replace
 
-    from ..scoring.parseval import COLLINS, evalb_files
+    from ..scoring.parseval import COLLINS, EvalbStopped, evalb_files
 
-    result = evalb_files(gold, test, replace(COLLINS, cutoff_length=cutoff,
-                                             max_error=max_errors if max_errors >= 0 else None))
+    try:
+        result = evalb_files(gold, test, replace(COLLINS, cutoff_length=cutoff,
+                                                 max_error=None if score_all else max_errors))
+    except EvalbStopped as stop:
+        result = stop.result
     for _, message in result.messages:
         typer.echo(message, err=True)
     typer.echo(result.report(), nl=False)
+    if result.stopped:
+        raise typer.Exit(1)
 
 
 @command("draw-tree")
@@ -107,20 +118,24 @@ def draw_tree_cli(
     index: int = typer.Option(0, "--index", "-i", help="Which Doc of a .spacy file"),
 ):
     """Draw a constituency tree as SVG."""
+    from ..saving import atomic_file
     from ..trees.brackets import parse_bracketed
     from ..trees.draw import tree_to_svg
 
+    output_file(output)
     if source.endswith(".spacy"):
         import spacy
-        from spacy.tokens import DocBin
 
-        docs = list(DocBin().from_disk(source).get_docs(spacy.blank("xx").vocab))
+        from ..trees.doc import read_docs
+
+        docs = read_docs(source, spacy.blank("xx").vocab)
         if not 0 <= index < len(docs) or docs[index]._.parse is None:
             raise StructPrefError(f"{source} has no Doc {index} with constituents ({len(docs)} Docs)")
         tree = docs[index]._.parse
     else:
         tree = parse_bracketed(source)
-    output.write_text(tree_to_svg(tree), encoding="utf8")
+    with atomic_file(output) as tmp:
+        tmp.write_text(tree_to_svg(tree), encoding="utf8")
     typer.echo(f"wrote {output}")
 
 

@@ -7,24 +7,27 @@ from wasabi import msg
 
 def convert(corpus: str, output_dir: Path, limit: Optional[int] = None,
             skip_bad: bool = False) -> List[Dict[str, object]]:
-    """Write ``train``/``dev``/``test.spacy``; ``skip_bad``: leave out bad
-    sentences (counted in the table's ``skipped`` column) rather than fail."""
+    """Write ``train``/``dev``/``test.spacy``; ``limit``: the first n
+    sentences of each split (0 or None: all; a negative one is refused);
+    ``skip_bad``: leave out bad sentences (counted in the table's
+    ``skipped`` column) rather than fail."""
     import warnings
 
     import spacy
     from spacy.tokens import DocBin
     from ..corpora import SPLITS, corpus_items, item_to_doc
-    from ..corpora.readers import CORPORA
+    from ..corpora.readers import CORPORA, check_limit
     from ..errors import CorpusError, CorpusWarning
     from ..progress import progress_bar
     from ..saving import atomic_file
     from ..trees.doc import SPANS_KEY
+    from .common import output_directory
 
     if corpus not in CORPORA:
         raise CorpusError(f"unknown corpus {corpus!r}; expected one of {', '.join(CORPORA)}")
+    limit = check_limit(limit)
     nlp = spacy.blank("eu" if corpus == "basque" else "en")
-    output_dir = Path(output_dir)
-    output_dir.mkdir(parents=True, exist_ok=True)
+    output_dir = output_directory(output_dir)
     rows = []
     for split in SPLITS:
         with warnings.catch_warnings():  # the table reports the count

@@ -1,4 +1,5 @@
 """PARSEVAL evaluation of any pipeline that writes ``doc.spans["constituents"]``."""
+import sys
 from pathlib import Path
 from typing import Optional
 
@@ -11,19 +12,26 @@ def evaluate_parse(model: str, data_path: Path, output: Optional[Path] = None, b
     """EVALB (``COLLINS.prm``) of the pipeline's parses of the gold Docs'
     words; ``max_errors``: EVALB's MAX_ERROR (``None``: never stop). A Doc
     the pipeline gives no constituents is skipped, as EVALB skips an empty
-    test line."""
+    test line. EVALB's error lines go to stderr as EVALB writes them; where
+    EVALB would stop, the :class:`~..scoring.parseval.EvalbStopped` is
+    raised after them. A pipeline without a component that writes
+    constituents (``doc.spans``) is refused before anything is parsed."""
     from dataclasses import replace
 
     import spacy
-    from spacy.tokens import DocBin
     from ..errors import StructPrefError
     from ..progress import progress_bar
+    from ..saving import atomic_file
     from ..scoring import evalb
-    from ..scoring.parseval import COLLINS
-    from ..trees.doc import doc_to_tree
+    from ..scoring.parseval import COLLINS, EvalbStopped
+    from ..trees.doc import doc_to_tree, read_docs
 
     nlp = spacy.load(model)
-    gold_docs = [d for d in DocBin().from_disk(data_path).get_docs(nlp.vocab)]
+    if not any("doc.spans" in nlp.get_pipe_meta(name).assigns for name in nlp.pipe_names):
+        raise StructPrefError(f"{model} has no component that writes constituents (doc.spans), only "
+                              f"{nlp.pipe_names or 'no components'}: add a forest_parser, parse_reranker or "
+                              "attachment_predictor")
+    gold_docs = read_docs(data_path, nlp.vocab)
     golds = [doc_to_tree(d) for d in gold_docs]
     if any(g is None for g in golds):
         raise StructPrefError(f"{data_path} has Docs without gold constituents")
@@ -31,15 +39,25 @@ def evaluate_parse(model: str, data_path: Path, output: Optional[Path] = None, b
     texts = (_words_doc(nlp, d) for d in gold_docs)
     tests = [doc_to_tree(doc) for doc in progress_bar(nlp.pipe(texts, batch_size=batch_size), total=len(gold_docs),
                                                       desc="parsing", unit="sent")]
-    result = evalb(golds, tests, replace(COLLINS, max_error=max_errors))
+    try:
+        result = evalb(golds, tests, replace(COLLINS, max_error=max_errors))
+    except EvalbStopped as stop:
+        _errors(stop.result)
+        raise
+    _errors(result)
     msg.divider(f"PARSEVAL: {model} on {data_path}")
-    for _, message in result.messages:
-        msg.warn(f"EVALB error, sentence {message}")
     print(result.table())
     if output is not None:
-        srsly.write_json(output, {"all": result.all.as_dict(), f"len<={result.cutoff}": result.short.as_dict()})
+        with atomic_file(output) as tmp:
+            srsly.write_json(tmp, {"all": result.all.as_dict(), f"len<={result.cutoff}": result.short.as_dict()})
         msg.good(f"Scores written to {output}")
     return result
+
+
+def _errors(result) -> None:
+    """EVALB's error lines, on stderr as EVALB writes them."""
+    for _, message in result.messages:
+        print(message, file=sys.stderr)
 
 
 def _words_doc(nlp, doc):

@@ -10,7 +10,7 @@ from typing import List, Optional
 import typer
 
 from ..errors import StructPrefError
-from .common import command
+from .common import command, output_directory, output_file
 
 SCHEDULER_HELP = "Address of a running dask scheduler (tcp://HOST:PORT); default: a LocalCluster for the command"
 WORKERS_HELP = "Worker processes of the LocalCluster (default: one per core, or this process for a small input; 0: this process)"
@@ -30,6 +30,7 @@ def parse_corpus_cli(
     pruned forest in doc._.forest), the Docs one process would give."""
     from ..distributed import parse_corpus
 
+    output_directory(output_dir)
     paths = parse_corpus(model, inputs, output_dir, shard_size=shard_size, scheduler=scheduler,
                          n_workers=n_workers)
     typer.echo(f"wrote {len(paths)} shards and shards.json to {output_dir}")
@@ -51,6 +52,7 @@ def jackknife_lists_cli(
     from ..distributed import jackknife_lists, read_trees
     from ..reranking import count_fallbacks, save_items
 
+    output_file(output)
     items = jackknife_lists(read_trees(trees), n_folds=n_folds, k=k, with_forest=forests, shard_size=shard_size,
                             scheduler=scheduler, n_workers=n_workers)
     save_items(output, items)
@@ -82,6 +84,8 @@ def attachment_utilities_cli(
     from .common import parse_numbers
 
     ranks = parse_numbers(r, int, "--r")
+    if output is not None:
+        output_file(output, "--output")
     utilities, gold = attachment_utilities(model, read_trees(trees), shard_size=shard_size, scheduler=scheduler,
                                            n_workers=n_workers)
     if not gold:
@@ -116,6 +120,7 @@ def gram_cli(
     from ..distributed import gram, read_trees
     from ..saving import atomic_file
 
+    output_file(output)
     rows = read_trees(trees, normalize=False)
     cols = read_trees(columns, normalize=False) if columns is not None else None
     K = gram(rows, cols, lam=lam, sigma=sigma, normalize=not raw, block_size=block_size, scheduler=scheduler,

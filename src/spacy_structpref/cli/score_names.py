@@ -15,6 +15,7 @@ SCORE_NAMES = {
     "attach_fallbacks": "ATTACH FALLBACKS",
     "cats_accuracy": "CATS ACC",
     "cats_macro_f": "CATS MACRO F",
+    "attach_too_long": "ATTACH TOO LONG",
 }
 
 

@@ -1,5 +1,9 @@
 """Adds our commands to spaCy's CLI as ``python -m spacy structpref-COMMAND``,
-and our components' scores to the table of ``python -m spacy evaluate``.
+our components' scores to the table of ``python -m spacy evaluate``, and
+one-line failures to spaCy's own commands: a StructPrefError our code raises
+inside ``spacy train`` (a bad setting, a bad corpus, a damaged save) ends the
+command in one ``✘`` line and exit status 1, as in our commands, instead of
+a traceback; every other error reaches spaCy as before.
 
 Loaded through the ``spacy_cli`` entry point, which spaCy imports when its CLI
 starts; importing the module is what registers the commands.
@@ -18,9 +22,23 @@ from typing import Any, Dict
 from spacy.cli._util import app as spacy_app
 from wasabi import Printer
 
+from .common import reporting_errors
 from .score_names import SCORE_NAMES, format_score
 from . import app as structpref_app
 
+
+def _report_our_errors(typer_app) -> None:
+    """Wrap the callbacks of ``typer_app``'s commands, and of its groups', in
+    :func:`~.common.reporting_errors` for StructPrefErrors (once)."""
+    for info in typer_app.registered_commands:
+        if info.callback is not None and not getattr(info.callback, "reports_our_errors", False):
+            info.callback = reporting_errors(info.callback, os_errors=False)
+            info.callback.reports_our_errors = True
+    for group in typer_app.registered_groups:
+        _report_our_errors(group.typer_instance)
+
+
+_report_our_errors(spacy_app)
 for command in structpref_app.registered_commands:
     spacy_app.command(f"structpref-{command.name}", help=command.callback.__doc__,
                       context_settings=command.context_settings)(command.callback)

@@ -15,6 +15,12 @@ anchor label and depth, CP type, utility, log-probability, number of
 alternatives, fallback) and the number of fallback words to
 ``doc._.attach_fallbacks``.
 
+A Doc of more than ``max_length`` tokens is not parsed: the search's time
+grows about as n^2.5 (the right frontier and the candidate sets grow with
+the prefix), so it gets at once the flat tree ``(TOP (S (tag word) ...))`` of
+its tags, every word a fallback step, ``doc.user_data[FALLBACK_KEY]`` set to
+"too long", and is counted in the ``attach_too_long`` score.
+
 Tags are read from ``token.tag_``: put a tagger (``distro_tagger``) before
 this component, or give it Docs that carry tags. spaCy's corpus reader puts
 no reference annotation on the predicted Docs (``gold_preproc`` only fixes
@@ -39,12 +45,14 @@ from spacy.language import Language
 from spacy.tokens import Doc
 from spacy.training import Example, validate_examples, validate_get_examples
 
-from ..errors import StructPrefError
+from ..errors import StructPrefError, check_count
 from ..saving import Part
 from .base import LearnerPipe, check_spans_key, find_pipe, preceding_pipes
 
 FACTORY = "attachment_predictor"
 TAGGERS = ("distro_tagger", "tagger")  # the factories of the taggers whose tags it reads
+# doc.user_data flag of a Doc that got the flat tree for being longer than max_length
+FALLBACK_KEY = "attachment_predictor_fallback"
 
 
 def find_attachment_predictor(nlp: Language) -> "AttachmentPredictor":
@@ -78,8 +86,9 @@ class AttachmentPredictor(LearnerPipe):
     (the classes of the next word's tag that ``specialise`` splits by: a
     ``spacy_structpref.FootClasses.v1`` block, ``tagset = "ptb"`` or
     ``"universal"`` or a JSON ``path`` or a ``classes`` mapping; saved with
-    the component) and ``spans_key`` (the span group of the gold trees and
-    of the predicted tree).
+    the component), ``spans_key`` (the span group of the gold trees and
+    of the predicted tree) and ``max_length`` (longer Docs get the flat
+    fallback tree at once; null: no bound).
 
     The search scores a word's candidates with ``a·U`` (``a`` =
     ``softmax_scale``), so a partial tree's score is the sum of
@@ -98,7 +107,8 @@ class AttachmentPredictor(LearnerPipe):
 
     def __init__(self, vocab, learner, name: str = FACTORY, *, reduced: bool = True,
                  specialise: bool = True, beam_width: int = 1, softmax_scale: float = 1.0,
-                 foot_classes="ptb", spans_key: str = "constituents", scorer: Optional[Callable] = None):
+                 foot_classes="ptb", spans_key: str = "constituents", max_length: Optional[int] = 300,
+                 scorer: Optional[Callable] = None):
         from ..incremental.classes import foot_classes as make_foot_classes
         from ..learners.base import PreferenceLearner
 
@@ -113,7 +123,7 @@ class AttachmentPredictor(LearnerPipe):
         self.symbols = self._symbols()
         self.cfg = {"reduced": reduced, "specialise": specialise, "beam_width": beam_width,
                     "softmax_scale": softmax_scale, "foot_classes": make_foot_classes(foot_classes).to_dict(),
-                    "spans_key": spans_key}
+                    "spans_key": spans_key, "max_length": max_length}
         self._set_cfg(self.cfg)
         self.inventory = None  # the CP inventory: set by initialize or loading
         self.register_extensions()
@@ -131,9 +141,11 @@ class AttachmentPredictor(LearnerPipe):
         for key in ("reduced", "specialise"):
             if not isinstance(c[key], bool):
                 raise StructPrefError(f"{self.name}: {key} must be true or false, got {c[key]!r}")
-        width = c["beam_width"]
-        if isinstance(width, bool) or not isinstance(width, int) or width < 1:
-            raise StructPrefError(f"{self.name}: beam_width must be a positive integer, got {width!r}")
+        from ..incremental.parsing import check_beam_width
+
+        check_beam_width(c["beam_width"], self.name)
+        if c["max_length"] is not None:
+            check_count(f"{self.name}: max_length (null: no bound)", c["max_length"], 1)
         scale = c["softmax_scale"]
         if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not 0 < scale < float("inf"):
             raise StructPrefError(f"{self.name}: softmax_scale must be a positive number, got {scale!r}")
@@ -280,15 +292,26 @@ class AttachmentPredictor(LearnerPipe):
         return self.cfg["softmax_scale"] * np.round(u, decimals)
 
     def predict(self, docs: Iterable[Doc]) -> List:
-        """One ``IncrementalParse`` per Doc (None for an empty Doc)."""
-        from ..incremental import IncrementalParser
+        """One ``IncrementalParse`` per Doc (None for an empty Doc; the flat
+        fallback, every step a fallback, for one longer than ``max_length``)."""
+        from ..incremental import IncrementalParser, flat_parse
 
         self.require_inventory()
         parser = IncrementalParser(self.inventory, lambda cands, foot, i: self._search_utilities(cands, foot),
                                    beam_width=self.cfg["beam_width"], reduced=self.cfg["reduced"],
                                    symbols=self.symbols)
-        return [parser.parse([t.text for t in doc], self._tags(doc)) if len(doc) else None
-                for doc in docs]
+        out = []
+        for doc in docs:
+            if not len(doc):
+                out.append(None)
+            elif self._too_long(doc):
+                out.append(flat_parse([t.text for t in doc], self._tags(doc)))
+            else:
+                out.append(parser.parse([t.text for t in doc], self._tags(doc)))
+        return out
+
+    def _too_long(self, doc: Doc) -> bool:
+        return self.cfg["max_length"] is not None and len(doc) > self.cfg["max_length"]
 
     def _tags(self, doc: Doc) -> List[str]:
         tags = [t.tag_ for t in doc]
@@ -302,6 +325,7 @@ class AttachmentPredictor(LearnerPipe):
         return tags
 
     def set_annotations(self, docs: Iterable[Doc], parses: List) -> None:
+        from ..parsing.parser import TOO_LONG
         from ..trees.doc import set_tree
 
         key = self.cfg["spans_key"]
@@ -314,6 +338,10 @@ class AttachmentPredictor(LearnerPipe):
             for token, step in zip(doc, parse.steps):
                 token._.attachment = step.to_dict()
             doc._.attach_fallbacks = parse.n_fallbacks
+            if self._too_long(doc):
+                doc.user_data[FALLBACK_KEY] = TOO_LONG
+            else:
+                doc.user_data.pop(FALLBACK_KEY, None)
 
     # ------------------------------------------------------------- scoring
     def _gold_utilities(self, docs: Iterable[Doc]) -> Tuple[List, List]:
@@ -380,7 +408,10 @@ class AttachmentPredictor(LearnerPipe):
         """PARSEVAL of the predicted trees (the scorer, over ``spans_key``);
         ``attach_acc`` = 1 − L_1 of :meth:`attachment_loss` on the reference
         trees (None without any); ``attach_fallbacks``: fallback words of
-        the predicted parses."""
+        the predicted parses; ``attach_too_long``: Docs that got the flat
+        tree for being longer than ``max_length``."""
+        from ..parsing.parser import TOO_LONG
+
         examples = list(examples)
         validate_examples(examples, "AttachmentPredictor.score")
         kwargs["spans_key"] = self.cfg["spans_key"]
@@ -388,6 +419,7 @@ class AttachmentPredictor(LearnerPipe):
         loss = self.attachment_loss(eg.reference for eg in examples)
         scores["attach_acc"] = None if loss is None else 1.0 - loss[1]
         scores["attach_fallbacks"] = sum(eg.predicted._.attach_fallbacks or 0 for eg in examples)
+        scores["attach_too_long"] = sum(eg.predicted.user_data.get(FALLBACK_KEY) == TOO_LONG for eg in examples)
         return scores
 
     # ------------------------------------------------------- serialisation

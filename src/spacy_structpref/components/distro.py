@@ -28,8 +28,9 @@ from spacy.tokens import Doc
 from spacy.training import Example, validate_examples, validate_get_examples
 from thinc.api import Model, set_dropout_rate
 
-from ..errors import SavedModelError, TaggerError
+from ..errors import SavedModelError, TaggerError, check_count, check_number
 from ..models.distro import effective_rank, finish_label_update, set_phase
+from ..models.weights import check_finite_weights, message_weights
 from ..saving import Part
 from .base import StructPrefPipe
 
@@ -43,19 +44,27 @@ class DistroPipe(StructPrefPipe, TrainablePipe):
     def __init__(self, vocab, model: Model, name: Optional[str] = None, *, w_steps: int = 100, a_steps: int = 20,
                  nuclear_lambda: float = 1.0, a_learn_rate_scale: float = 1.0, cost: float = 1.0,
                  scorer: Optional[Callable] = None):
-        if w_steps < 1 or a_steps < 0:
-            raise TaggerError(f"w_steps must be >= 1 and a_steps >= 0, got {w_steps}, {a_steps}")
-        if nuclear_lambda < 0 or cost < 0 or a_learn_rate_scale <= 0:
-            raise TaggerError("nuclear_lambda and cost must be >= 0 and a_learn_rate_scale > 0, "
-                              f"got {nuclear_lambda}, {cost}, {a_learn_rate_scale}")
         self.vocab = vocab
         self.model = model
         self.name = name or self.factory
         self.cfg = {"labels": [], "w_steps": w_steps, "a_steps": a_steps, "nuclear_lambda": nuclear_lambda,
                     "a_learn_rate_scale": a_learn_rate_scale, "cost": cost}
+        self._check_schedule(self.cfg)
         self.scorer = scorer
         self.n_steps = 0  # optimizer steps taken: drives the alternating schedule
         self.last_rank: Optional[int] = None
+
+    def _check_schedule(self, cfg: dict) -> None:
+        """The learning settings: ``w_steps`` >= 1, ``a_steps`` >= 0,
+        ``nuclear_lambda`` >= 0, ``a_learn_rate_scale`` > 0 and the Hamming
+        ``cost`` > 0 (the margin the hinge loss asks between the gold
+        sequence and each other, per wrong label: 0 asks none)."""
+        check_count(f"{self.name}: w_steps", cfg["w_steps"], 1, error=TaggerError)
+        check_count(f"{self.name}: a_steps", cfg["a_steps"], 0, error=TaggerError)
+        check_number(f"{self.name}: nuclear_lambda", cfg["nuclear_lambda"], 0.0, error=TaggerError)
+        check_number(f"{self.name}: a_learn_rate_scale", cfg["a_learn_rate_scale"], 0.0, above=True,
+                     error=TaggerError)
+        check_number(f"{self.name}: cost", cfg["cost"], 0.0, above=True, error=TaggerError)
 
     # -- labels ---------------------------------------------------------------
     @property
@@ -180,7 +189,9 @@ class DistroPipe(StructPrefPipe, TrainablePipe):
             return self._merged_cfg(saved)
 
         def model(data: bytes) -> Tuple[bytes, Optional[int]]:
-            return data, self._saved_n_out(srsly.msgpack_loads(data))
+            msg = srsly.msgpack_loads(data)
+            check_finite_weights(self.name, message_weights(msg))
+            return data, self._saved_n_out(msg)
 
         return {"cfg": Part(lambda: srsly.json_dumps(self.cfg), lambda text: cfg(srsly.json_loads(text)), "cfg",
                             lambda p: srsly.write_json(p, self.cfg), lambda p: cfg(srsly.read_json(p))),
@@ -193,6 +204,7 @@ class DistroPipe(StructPrefPipe, TrainablePipe):
         """The staged cfg (or the current one), its labels checked against
         the label count the model will have."""
         cfg = staged.get("cfg", self.cfg)
+        self._check_schedule(cfg)
         self._check_labels(cfg["labels"], staged["model"][1] if "model" in staged else self._n_out())
         return cfg
 

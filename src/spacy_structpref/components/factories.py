@@ -116,19 +116,20 @@ def make_parse_reranker(nlp: Language, name: str, learner, k: int, n_folds: int,
                         {"@misc": "spacy_structpref.TreeKernel.v1", "lam": 0.4, "sigma": 1, "normalize": True}),
                     "reduced": True, "specialise": True, "beam_width": 1, "softmax_scale": 1.0,
                     "foot_classes": {"@misc": "spacy_structpref.FootClasses.v1", "tagset": "ptb"},
-                    "spans_key": "constituents", "scorer": {"@scorers": "spacy_structpref.parseval_scorer.v1"}},
+                    "spans_key": "constituents", "max_length": 300,
+                    "scorer": {"@scorers": "spacy_structpref.parseval_scorer.v1"}},
     default_score_weights={"parseval_f": 0.5, "parseval_f_40": 0.0, "attach_acc": 0.5,
-                           "attach_fallbacks": None},
+                           "attach_fallbacks": None, "attach_too_long": None},
 )
 def make_attachment_predictor(nlp: Language, name: str, learner, reduced: bool, specialise: bool,
                               beam_width: int, softmax_scale: float, foot_classes, spans_key: str,
-                              scorer: Optional[Callable]):
+                              max_length: Optional[int], scorer: Optional[Callable]):
     guard_pipeline(nlp)
     from .attachment_predictor import AttachmentPredictor
 
     return AttachmentPredictor(nlp.vocab, learner, name, reduced=reduced, specialise=specialise,
                                beam_width=beam_width, softmax_scale=softmax_scale, foot_classes=foot_classes,
-                               spans_key=spans_key, scorer=scorer)
+                               spans_key=spans_key, max_length=max_length, scorer=scorer)
 
 
 @Language.factory(

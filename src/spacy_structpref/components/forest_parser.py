@@ -281,6 +281,7 @@ class ForestParser(StructPrefPipe, TrainablePipe):
         """The span parser of the staged parts (None when the save holds no
         trained model), its network loaded into a copy of this component's
         model so that a refused load changes nothing."""
+        from ..models.weights import check_finite_weights, model_weights
         from ..parsing.span_parser import SpanParser
 
         parts = [staged.get(name) for name in ("model", "labels", "tags")]
@@ -296,6 +297,7 @@ class ForestParser(StructPrefPipe, TrainablePipe):
         for dim, value in (("nO", len(labels)), ("nT", len(tags))):
             model.set_dim(dim, value, force=True)
         model.from_bytes(data)
+        check_finite_weights(self.name, model_weights(model))
         return SpanParser(model, labels, tags, vocab=self.vocab, threshold=cfg["threshold"],
                           max_length=cfg["max_length"])
 

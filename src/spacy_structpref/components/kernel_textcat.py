@@ -27,7 +27,7 @@ import numpy as np
 from spacy.language import Language
 from spacy.training import Example, validate_get_examples
 
-from ..errors import SavedModelError, StructPrefError
+from ..errors import SavedModelError, StructPrefError, check_count
 from ..saving import Part
 from .base import StructPrefPipe, preceding_pipe, preceding_pipes
 
@@ -61,9 +61,7 @@ class KernelTextCategorizer(StructPrefPipe):
         if not C_grid:
             raise StructPrefError(f"{self.name}: C_grid is empty")
         dev_mask(0, cfg["dev_every"])  # checks it
-        n_threads = cfg["n_threads"]
-        if not isinstance(n_threads, int) or n_threads < 1:
-            raise StructPrefError(f"{self.name}: n_threads must be an integer of at least 1, got {n_threads!r}")
+        check_count(f"{self.name}: n_threads", cfg["n_threads"], 1)
         return {**cfg, "C_grid": C_grid}
 
     def _staged_cfg(self, saved: dict) -> dict:

@@ -83,16 +83,19 @@ class ParseReranker(LearnerPipe):
         check_spans_key(self.name, c["spans_key"])
 
     # --------------------------------------------------------- the pipeline
-    def preceding_parser(self, nlp: Language):
+    def preceding_parser(self, nlp: Language, k: Optional[int] = None):
         """The ``forest_parser`` whose lists this component reranks: the
         nearest one before it in ``nlp``; a clear error when there is none,
-        or when its k is smaller than this component's."""
+        or when its k is smaller than this component's (or than ``k``). A
+        pipeline is checked when it is built (``initialize``), saved and
+        loaded (:meth:`upstream`)."""
+        k = self.cfg["k"] if k is None else k
         parser_name = preceding_pipe(nlp, self.name, "forest_parser", "reranks the k-best lists")
         parser = nlp.get_pipe(parser_name)
-        if parser.cfg["k"] < self.cfg["k"]:
+        if parser.cfg["k"] < k:
             raise StructPrefError(f"{parser_name} keeps {parser.cfg['k']}-best lists, but {self.name} reranks "
-                                  f"{self.cfg['k']} candidates: set the forest_parser's k to at least "
-                                  f"{self.cfg['k']}, or the reranker's k to at most {parser.cfg['k']}")
+                                  f"{k} candidates: set the forest_parser's k to at least "
+                                  f"{k}, or the reranker's k to at most {parser.cfg['k']}")
         return parser
 
     def upstream(self, nlp: Language) -> dict:

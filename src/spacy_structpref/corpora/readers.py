@@ -23,7 +23,7 @@ from typing import Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 from nltk.tree import Tree
 
-from ..errors import BracketError, CorpusError, CorpusWarning
+from ..errors import BracketError, CorpusError, CorpusWarning, check_count
 from ..trees.brackets import parse_bracketed
 from ..trees.normalize import normalize_tree, tree_problem
 from .labels import coarse_label
@@ -104,9 +104,12 @@ def _corpus_files(corpus: str) -> Tuple[str, List[str]]:
     location = str(root)
     _ROOTS[location] = root
     try:
-        return location, sorted(find_corpus_fileids(root, pattern))
+        files = sorted(find_corpus_fileids(root, pattern))
     except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as err:
         raise CorpusError(_damaged(corpus, err)) from None
+    if not files:
+        raise CorpusError(_damaged(corpus, FileNotFoundError(f"no file named like {pattern} in {location}")))
+    return location, files
 
 
 def _file_text(corpus: str, location: str, fileid: str) -> str:
@@ -139,16 +142,22 @@ def _split_lines(text: str) -> Iterator[Tuple[int, str]]:
 
 
 # ------------------------------------------------------------------ CoNLL
+CONLL_COLUMNS = ("ID", "FORM", "LEMMA", "CPOSTAG", "POSTAG", "FEATS", "HEAD", "DEPREL", "PHEAD", "PDEPREL")
+
+
 def _conll_problem(cols: List[str]) -> Optional[str]:
-    if len(cols) < 5:
-        return (f"{len(cols)} tab-separated column(s); a CoNLL token line has at least 5 "
-                "(ID FORM LEMMA CPOSTAG POSTAG)")
+    # exactly ten columns: a tab turned into spaces (which a word may hold) leaves fewer, shifted
+    if len(cols) != len(CONLL_COLUMNS):
+        return (f"{len(cols)} tab-separated column(s); a CoNLL-X token line has {len(CONLL_COLUMNS)} "
+                f"({' '.join(CONLL_COLUMNS)})")
     if any("\0" in c for c in cols):
         return "a NUL byte"
     if not cols[1].strip():
         return "an empty word (FORM column)"
     if not cols[4].strip():
         return "an empty tag (POSTAG column)"
+    if not cols[0].isdigit():
+        return f"ID {cols[0]!r} is not a token number"
     return None
 
 
@@ -295,9 +304,19 @@ def _read_file(corpus: str, location: str, fileid: str, skip_bad: bool) -> Tuple
     return tuple(items), tuple(items.skipped)
 
 
+def check_limit(limit) -> Optional[int]:
+    """A reader's ``limit`` (the first n items): a positive integer, or 0 or
+    None for all of them (as ``[corpora] limit`` in spaCy configs); a
+    negative one is refused, not taken as "all but the last n"."""
+    if limit is None or limit == 0 and not isinstance(limit, bool):
+        return None
+    return check_count("limit (0 or None: all)", limit, 1, error=CorpusError)
+
+
 def _read(corpus: str, fileids: Sequence[str], skip_bad: bool, limit: Optional[int] = None,
           location: Optional[str] = None) -> CorpusItems:
     """The items of some files of a corpus package (in order; stops once it has ``limit``)."""
+    limit = check_limit(limit)
     location = location or _corpus_files(corpus)[0]
     out = CorpusItems()
     for fileid in fileids:
@@ -339,7 +358,9 @@ def basque_sentences(split: str = "train", skip_bad: bool = False) -> CorpusItem
 
 
 def brown_sentences(limit: int = None, skip_bad: bool = False) -> CorpusItems:
-    """Brown tagged sentences (the scale corpus); ``limit`` takes the first n."""
+    """Brown tagged sentences (the scale corpus); ``limit`` takes the first n
+    (:func:`check_limit`)."""
+    limit = check_limit(limit)
     location, files = _corpus_files("brown")
     read = _read("brown", files, skip_bad, limit, location)
     return CorpusItems([list(s) for s in read[:limit]], read.skipped)
@@ -386,7 +407,9 @@ def corpus_items(name: str, split: str, limit: int = None, skip_bad: bool = Fals
     tag) sentences for ``basque`` and ``brown``, :class:`LabelledText` for
     ``qc-coarse`` and ``qc-fine`` (see :func:`qc_questions`). Brown has no fixed split:
     sentence index % 10 == 9 is test, == 8 is dev, the rest train.
-    ``skip_bad``: leave out bad sentences (counted in ``.skipped``) rather than fail."""
+    ``skip_bad``: leave out bad sentences (counted in ``.skipped``) rather than fail.
+    ``limit``: the first n items (0 or None: all; :func:`check_limit`)."""
+    limit = check_limit(limit)
     if name == "ptb":
         items = ptb_trees(split, skip_bad)
     elif name == "basque":

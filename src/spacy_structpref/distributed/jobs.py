@@ -95,9 +95,10 @@ def _read_file(path: Path) -> List[Sentence]:
         raise StructPrefError(f"no corpus file at {path}")
     if path.suffix == ".spacy":
         import spacy
-        from spacy.tokens import DocBin
 
-        docs = DocBin().from_disk(path).get_docs(spacy.blank("xx").vocab)
+        from ..trees.doc import read_docs
+
+        docs = read_docs(path, spacy.blank("xx").vocab)
         return [([t.text for t in d], [bool(t.whitespace_) for t in d]) for d in docs]
     return [(tree.leaves(), None) for tree in read_trees(path)]
 
@@ -116,11 +117,10 @@ def read_trees(path, normalize: bool = True) -> List[Tree]:
         raise StructPrefError(f"no tree file at {path}")
     if path.suffix == ".spacy":
         import spacy
-        from spacy.tokens import DocBin
 
-        from ..trees.doc import doc_to_tree
+        from ..trees.doc import doc_to_tree, read_docs
 
-        trees = [doc_to_tree(d) for d in DocBin().from_disk(path).get_docs(spacy.blank("xx").vocab)]
+        trees = [doc_to_tree(d) for d in read_docs(path, spacy.blank("xx").vocab)]
         if any(t is None for t in trees):
             raise StructPrefError(f"{path} has Docs without constituents (doc.spans['constituents'])")
         return trees

@@ -5,14 +5,15 @@ from .candidates import (CandidateSets, CPInventory, PreferenceSet, candidate_da
                          learner_inputs, preference_sets, preference_sets_of)
 from .classes import (FOOT_CLASSES, OTHERS, UNIVERSAL_FOOT_CLASSES, FootClasses, foot_class, foot_classes,
                       set_classes)
-from .parsing import FRAG, IncrementalParse, IncrementalParser, Scorer, Step, fallback_edit
+from .parsing import (FRAG, MAX_BEAM_WIDTH, IncrementalParse, IncrementalParser, Scorer, Step, fallback_edit,
+                      flat_parse)
 from .paths import (ATTACH, LIFT, ConnectionPath, CPType, connection_paths, extend,
                     incremental_trees, right_frontier)
 
 __all__ = [
-    "ATTACH", "FOOT_CLASSES", "FRAG", "IncrementalParse", "IncrementalParser", "LIFT", "OTHERS", "Scorer",
+    "ATTACH", "FOOT_CLASSES", "FRAG", "IncrementalParse", "IncrementalParser", "LIFT", "MAX_BEAM_WIDTH", "OTHERS", "Scorer",
     "Step", "CandidateSets", "CPInventory", "CPType", "ConnectionPath",
-    "PreferenceSet", "candidate_dag", "candidate_edits", "connection_paths", "extend", "fallback_edit", "foot_class",
+    "PreferenceSet", "candidate_dag", "candidate_edits", "connection_paths", "extend", "fallback_edit", "flat_parse", "foot_class",
     "incremental_trees", "learner_inputs", "preference_sets", "preference_sets_of", "right_frontier", "FootClasses",
     "foot_classes", "set_classes", "UNIVERSAL_FOOT_CLASSES",
 ]

@@ -49,6 +49,8 @@ from .candidates import CPInventory, Edit, candidate_dag, candidate_edits
 from .paths import ATTACH, LIFT, CPType, extend, right_frontier
 
 FRAG = "FRAG"
+# Each word scores the candidates of every kept tree: the work grows linearly with the width.
+MAX_BEAM_WIDTH = 100
 # scorer(candidates, foot, word_index) -> one utility per candidate
 Scorer = Callable[[TreeSetDAG, str, int], Sequence[float]]
 
@@ -135,8 +137,7 @@ class IncrementalParser:
             raise StructPrefError(f"expected a CPInventory, got {type(inventory).__name__}")
         if not callable(scorer):
             raise StructPrefError("the scorer must be callable as scorer(candidates, foot, word_index)")
-        if isinstance(beam_width, bool) or not isinstance(beam_width, (int, np.integer)) or beam_width < 1:
-            raise StructPrefError(f"beam_width must be a positive integer, got {beam_width!r}")
+        check_beam_width(beam_width)
         self.inventory, self.scorer = inventory, scorer
         self.beam_width, self.reduced = int(beam_width), bool(reduced)
         self.symbols = symbols if symbols is not None else SymbolTable()
@@ -186,6 +187,30 @@ class IncrementalParser:
         if not np.isfinite(u).all():
             raise StructPrefError(f"the scorer gave a non-finite utility for word {i}")
         return u
+
+
+def check_beam_width(width, owner: str = "") -> None:
+    """Raise a :class:`StructPrefError` unless ``width`` is an integer in
+    [1, :data:`MAX_BEAM_WIDTH`]."""
+    if isinstance(width, bool) or not isinstance(width, (int, np.integer)) or not 1 <= width <= MAX_BEAM_WIDTH:
+        raise StructPrefError(f"{owner + ': ' if owner else ''}beam_width must be an integer from 1 to "
+                              f"{MAX_BEAM_WIDTH}, got {width!r}")
+
+
+def flat_parse(words: Sequence[str], tags: Sequence[str]) -> IncrementalParse:
+    """The parse of a sentence left unsearched (longer than a bound): the
+    flat tree ``(TOP (S (tag word) ...))`` of its tags (as the chart
+    parser's fallback, :func:`~spacy_structpref.parsing.parser.flat_tree`),
+    its steps what builds it (the first preterminal, lifted under ``S`` by
+    the second word, the others attached to ``S``), every step a fallback."""
+    from ..parsing.parser import flat_tree
+
+    words, tags = _check_input(words, tags)
+    steps = [Step(None, 0, None, 0.0, 0, True)]
+    if len(words) > 1:
+        steps.append(Step(CPType(LIFT, tags[0], ("S",), (tags[1],)), 0, None, 0.0, 0, True))
+    steps.extend(Step(CPType(ATTACH, "S", (), (tag,)), 0, None, 0.0, 0, True) for tag in tags[2:])
+    return IncrementalParse(flat_tree(words, tags), steps, len(steps), 0.0)
 
 
 def _check_input(words: Sequence[str], tags: Sequence[str]) -> Tuple[List[str], List[str]]:

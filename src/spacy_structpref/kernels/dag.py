@@ -3,14 +3,16 @@ a kernel block between two sets computes Δ once per distinct node pair,
 however many trees share the nodes, and a weighted sum over a support set
 folds the weights into its distinct subtrees (Aiolli et al. 2006's DAG
 view of the Collins & Duffy 2002 kernel). Values that overflow the fast
-loops are recomputed with logarithms, as in :mod:`.trees`."""
+loops are recomputed with logarithms, as in :mod:`.trees`. A self-kernel
+needs a table over one tree's distinct node pairs: a tree of more than
+``max_nodes`` distinct nodes is refused (see :mod:`.inputs`)."""
 import numpy as np
 
 from ..errors import StructPrefError
 from ..trees.arrays import INT, TreeArrays
 from ..trees.dag import TreeSetDAG
 from . import _kernels
-from .inputs import check_lambda, check_sigma
+from .inputs import MAX_NODES, check_lambda, check_max_nodes, check_sigma, check_sizes
 from .numerics import cosine, finite_or_raise, log_cosine, log_parameters, with_logs
 from .trees import pack
 
@@ -39,13 +41,15 @@ def dag_nbytes(dag: TreeSetDAG) -> int:
     return int(sum(getattr(arrays, k).nbytes for k in names) + sum(a.nbytes for a in by_node))
 
 
-def dag_self_kernels(dag: TreeSetDAG, lam: float = 0.4, sigma: float = 1) -> np.ndarray:
+def dag_self_kernels(dag: TreeSetDAG, lam: float = 0.4, sigma: float = 1, max_nodes: int = MAX_NODES) -> np.ndarray:
     """K(t, t) of every tree of the set, computed on the DAG and cached per
-    (λ, σ) (a :class:`StructPrefError` if one is beyond the double range)."""
-    return finite_or_raise(_self_kernels(dag, check_lambda(lam), check_sigma(sigma)), "self-kernel")
+    (λ, σ) (a :class:`StructPrefError` if one is beyond the double range, or
+    a tree has more than ``max_nodes`` distinct nodes)."""
+    return finite_or_raise(_self_kernels(dag, check_lambda(lam), check_sigma(sigma), check_max_nodes(max_nodes)),
+                           "self-kernel")
 
 
-def _self_kernels(dag: TreeSetDAG, lam: float, sigma: float) -> np.ndarray:
+def _self_kernels(dag: TreeSetDAG, lam: float, sigma: float, max_nodes: int) -> np.ndarray:
     """K(t, t), inf where it overflows."""
     key = ("self_kernels", lam, sigma)
     done = dag.per_tree.get(key, np.zeros(0))
@@ -55,12 +59,13 @@ def _self_kernels(dag: TreeSetDAG, lam: float, sigma: float) -> np.ndarray:
             lists = _tree_lists(tree_of, node, cnt, len(dag) - len(done))
         else:
             lists = _all_tree_lists(dag)
+        check_sizes(np.diff(lists[0]), max_nodes, "tree", "split it")
         new = _kernels.dag_self_kernels(*dag.dag_arrays(), *lists, lam, sigma)
         done = dag.per_tree[key] = np.concatenate([done, new])
     return done
 
 
-def _log_self_kernels(dag: TreeSetDAG, lam: float, sigma: float) -> np.ndarray:
+def _log_self_kernels(dag: TreeSetDAG, lam: float, sigma: float, max_nodes: int) -> np.ndarray:
     """log K(t, t), recomputed with logarithms for the trees where K(t, t) overflows."""
     def exact(bad):
         trees = np.flatnonzero(bad)
@@ -69,7 +74,7 @@ def _log_self_kernels(dag: TreeSetDAG, lam: float, sigma: float) -> np.ndarray:
         lists = _tree_lists(np.searchsorted(trees, tree_of[keep]), node[keep], np.log(cnt[keep]), len(trees))
         return _kernels.dag_self_kernels(*dag.dag_arrays(), *lists, *log_parameters(lam, sigma), True)
 
-    return with_logs(_self_kernels(dag, lam, sigma), exact)
+    return with_logs(_self_kernels(dag, lam, sigma, max_nodes), exact)
 
 
 def _tree_lists(tree_of: np.ndarray, node: np.ndarray, cnt: np.ndarray, n_trees: int):
@@ -117,11 +122,11 @@ def _check_pair(a: TreeSetDAG, b: TreeSetDAG) -> None:
 
 
 def dag_kernel_block(a: TreeSetDAG, b: TreeSetDAG = None, lam: float = 0.4, sigma: float = 1,
-                     normalize: bool = False, return_pairs: bool = False):
+                     normalize: bool = False, return_pairs: bool = False, max_nodes: int = MAX_NODES):
     """``K[i, j]`` = tree kernel between tree i of ``a`` and tree j of ``b``
     (default: ``a``). ``return_pairs`` also returns how many distinct node
-    pairs Δ was computed for."""
-    lam, sigma = check_lambda(lam), check_sigma(sigma)
+    pairs Δ was computed for. ``max_nodes``: see :func:`dag_self_kernels`."""
+    lam, sigma, max_nodes = check_lambda(lam), check_sigma(sigma), check_max_nodes(max_nodes)
     b = a if b is None else b
     _check_pair(a, b)
     if not len(a) or not len(b):
@@ -132,12 +137,13 @@ def dag_kernel_block(a: TreeSetDAG, b: TreeSetDAG = None, lam: float = 0.4, sigm
     if not normalize:
         K = finite_or_raise(K, "kernel")
     else:
-        da, db = _self_kernels(a, lam, sigma), _self_kernels(b, lam, sigma)
+        da, db = _self_kernels(a, lam, sigma, max_nodes), _self_kernels(b, lam, sigma, max_nodes)
         if np.isfinite(K).all() and np.isfinite(da).all() and np.isfinite(db).all():
             K = cosine(K, da, db)
         else:
             log_K = with_logs(K, lambda bad: _log_block(a, b, lam, sigma)[bad])
-            K = log_cosine(log_K, _log_self_kernels(a, lam, sigma), _log_self_kernels(b, lam, sigma))
+            K = log_cosine(log_K, _log_self_kernels(a, lam, sigma, max_nodes),
+                           _log_self_kernels(b, lam, sigma, max_nodes))
     return (K, n_pairs) if return_pairs else K
 
 
@@ -149,7 +155,7 @@ def _log_block(a: TreeSetDAG, b: TreeSetDAG, lam: float, sigma: float) -> np.nda
 
 
 def _node_weights(dag: TreeSetDAG, weights: np.ndarray, lam: float, sigma: float,
-                  normalize: bool) -> np.ndarray:
+                  normalize: bool, max_nodes: int) -> np.ndarray:
     """Σ over the trees holding each DAG node of weight × occurrences. A
     support set is scored against many candidate sets with the same
     weights: the last folding is kept and reused while they are equal."""
@@ -157,7 +163,7 @@ def _node_weights(dag: TreeSetDAG, weights: np.ndarray, lam: float, sigma: float
     folded = dag.cache.get("folded")
     if folded is not None and folded[0] == key and np.array_equal(folded[1], weights):
         return folded[2]
-    tree_weight = weights / np.sqrt(dag_self_kernels(dag, lam, sigma)) if normalize else weights
+    tree_weight = weights / np.sqrt(dag_self_kernels(dag, lam, sigma, max_nodes)) if normalize else weights
     off, tree_of, cnt = _packed(dag)[1]
     n = dag.n_dag_nodes
     node_weight = np.bincount(np.repeat(np.arange(n), np.diff(off)), cnt * tree_weight[tree_of],
@@ -167,7 +173,7 @@ def _node_weights(dag: TreeSetDAG, weights: np.ndarray, lam: float, sigma: float
 
 
 def dag_weighted_sums(a: TreeSetDAG, weights, b: TreeSetDAG, lam: float = 0.4, sigma: float = 1,
-                      normalize: bool = False) -> np.ndarray:
+                      normalize: bool = False, max_nodes: int = MAX_NODES) -> np.ndarray:
     """``Σ_i weights[i] K(a_i, b_j)`` for every tree j of ``b``: a learner's
     utilities over its support trees in one pass. The weights are folded
     into the DAG nodes of ``a`` (a distinct subtree weighs Σ weight ×
@@ -176,41 +182,48 @@ def dag_weighted_sums(a: TreeSetDAG, weights, b: TreeSetDAG, lam: float = 0.4, s
     indexed by production once (cached while it is unchanged: a support
     scored against many candidate sets), so a node of ``b`` visits only the
     nodes of ``a`` with its production. The sums run in the order of
-    ``dag_block``'s weighted column, and equal it bit for bit."""
-    lam, sigma = check_lambda(lam), check_sigma(sigma)
+    ``dag_block``'s weighted column, and equal it bit for bit. The weights
+    must be finite numbers; ``max_nodes``: see :func:`dag_self_kernels`."""
+    lam, sigma, max_nodes = check_lambda(lam), check_sigma(sigma), check_max_nodes(max_nodes)
     _check_pair(a, b)
-    weights = np.asarray(weights, dtype=float)
+    try:
+        weights = np.asarray(weights, dtype=float)
+    except (TypeError, ValueError):
+        raise StructPrefError(f"the weights must be numbers, got {weights!r}") from None
     if weights.shape != (len(a),):
         raise StructPrefError(f"{len(a)} trees but weights of shape {weights.shape}")
+    if not np.isfinite(weights).all():
+        raise StructPrefError(f"the weights must be finite, got {weights[~np.isfinite(weights)][0]} for tree "
+                              f"{int(np.flatnonzero(~np.isfinite(weights))[0])}")
     if not len(a) or not len(b):
         return np.zeros(len(b))
-    if normalize and not (np.isfinite(_self_kernels(a, lam, sigma)).all()
-                          and np.isfinite(_self_kernels(b, lam, sigma)).all()):
-        return _log_weighted_sums(a, weights, b, lam, sigma, normalize)
+    if normalize and not (np.isfinite(_self_kernels(a, lam, sigma, max_nodes)).all()
+                          and np.isfinite(_self_kernels(b, lam, sigma, max_nodes)).all()):
+        return _log_weighted_sums(a, weights, b, lam, sigma, normalize, max_nodes)
     # a's weights folded into its nodes, then per node u of b: S(u) = Σ_v w(v) Δ(u, v), v
     # over a's nodes of u's production only; a tree's sum is Σ_u c(u) S(u), u ascending
     order, index = _production_index(a)
-    node_sums = _kernels.dag_node_sums(*index, _node_weights(a, weights, lam, sigma, normalize)[order],
+    node_sums = _kernels.dag_node_sums(*index, _node_weights(a, weights, lam, sigma, normalize, max_nodes)[order],
                                        *b.dag_arrays(), lam, sigma)
     tree_off, nodes, cnt = _all_tree_lists(b)
     # bincount adds in input order: tree by tree, nodes ascending, as dag_block does
     sums = np.bincount(np.repeat(np.arange(len(b)), np.diff(tree_off)), cnt * node_sums[nodes],
                        minlength=len(b))
     if not np.isfinite(sums).all():
-        return _log_weighted_sums(a, weights, b, lam, sigma, normalize)
+        return _log_weighted_sums(a, weights, b, lam, sigma, normalize, max_nodes)
     if normalize:
-        sums /= np.sqrt(_self_kernels(b, lam, sigma))
+        sums /= np.sqrt(_self_kernels(b, lam, sigma, max_nodes))
     return sums
 
 
 def _log_weighted_sums(a: TreeSetDAG, weights: np.ndarray, b: TreeSetDAG, lam: float, sigma: float,
-                       normalize: bool) -> np.ndarray:
+                       normalize: bool, max_nodes: int) -> np.ndarray:
     """:func:`dag_weighted_sums` with logarithms: the positive and the
     negative weights are folded into two columns of log node weights."""
     with np.errstate(divide="ignore"):
         log_w = np.log(np.abs(weights))
     if normalize:
-        log_w = log_w - _log_self_kernels(a, lam, sigma) / 2
+        log_w = log_w - _log_self_kernels(a, lam, sigma, max_nodes) / 2
     off, tree_of, cnt = _packed(a)[1]
     n = a.n_dag_nodes
     node = np.repeat(np.arange(n), np.diff(off))
@@ -221,7 +234,7 @@ def _log_weighted_sums(a: TreeSetDAG, weights: np.ndarray, b: TreeSetDAG, lam: f
                               np.tile(np.array([0, 1], dtype=INT), n), np.column_stack(columns).ravel(),
                               len(b), 2, *log_parameters(lam, sigma), True)
     if normalize:
-        L -= _log_self_kernels(b, lam, sigma)[:, None] / 2
+        L -= _log_self_kernels(b, lam, sigma, max_nodes)[:, None] / 2
     with np.errstate(over="ignore", invalid="ignore"):  # beyond the double range: raised just below
         sums = np.exp(L[:, 0]) - np.exp(L[:, 1])
     return finite_or_raise(sums, "kernel sum")

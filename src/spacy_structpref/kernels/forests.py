@@ -13,9 +13,9 @@ logarithms.
 
 The kernel table holds n1 × n2 doubles (a forest of 14,000 nodes: 1.5 GB
 and 9 s per kernel), so forests above ``max_nodes`` nodes
-(:data:`MAX_FOREST_NODES` unless given) are refused with an error;
-``forest_parser`` forests of 100 words, its ``max_length``, have about
-8,000.
+(:data:`~.inputs.MAX_NODES` unless given) are refused with an error (see
+:mod:`.inputs`); ``forest_parser`` forests of 100 words, its
+``max_length``, have about 8,000.
 """
 from concurrent.futures import ThreadPoolExecutor
 from typing import Optional, Sequence
@@ -27,10 +27,9 @@ from ..trees.arrays import INT, SymbolTable
 from ..trees.convert import shared_symbols, to_forest
 from ..trees.forest import Forest
 from . import _kernels
-from .inputs import check_lambda
+from .inputs import MAX_NODES, check_lambda, check_max_nodes, check_sizes, check_threads
 from .numerics import cosine, finite_or_raise, log_cosine, with_logs
 
-MAX_FOREST_NODES = 10_000
 # Progress bars of a forest block appear (on a terminal) from this many kernel evaluations on.
 PROGRESS_MIN_PAIRS = 100_000
 
@@ -39,14 +38,11 @@ class PreparedForest:
     """A forest with the quantities the kernel loop reads, computed once;
     one of more than ``max_nodes`` nodes is refused (see the module)."""
 
-    def __init__(self, forest: Forest, max_nodes: int = MAX_FOREST_NODES) -> None:
+    def __init__(self, forest: Forest, max_nodes: int = MAX_NODES) -> None:
         if not 0 <= forest.root < forest.n_nodes:
             raise StructPrefError("the forest has no root")
-        if forest.n_nodes > max_nodes:
-            raise StructPrefError(
-                f"a forest of {forest.n_nodes} nodes is above max_nodes={max_nodes}: its kernel against a forest "
-                f"of its size needs a table of {forest.n_nodes ** 2 * 8 / 1e9:.1f} GB; prune it harder "
-                "(forest_parser's merit_threshold, or prune_by_merit) or pass a larger max_nodes")
+        check_sizes([forest.n_nodes], check_max_nodes(max_nodes), "forest",
+                    "prune it harder (forest_parser's merit_threshold, or prune_by_merit)")
         self.forest = forest
         self.mu = np.ascontiguousarray(np.nan_to_num(forest.node_posterior(), nan=0.0))
         # q is 0/0 under a node of zero inside probability: such edges never count
@@ -136,7 +132,7 @@ def forest_block(a: Sequence[PreparedForest], b: Optional[Sequence[PreparedFores
     releases the GIL). ``progress``: True/False, or None for a bar
     from :data:`PROGRESS_MIN_PAIRS` kernel evaluations on (status lines when
     not on a terminal)."""
-    lam = check_lambda(lam)
+    lam, n_threads = check_lambda(lam), check_threads(n_threads)
     symmetric = b is None
     b = a if symmetric else b
     out = np.zeros((len(a), len(b)))
@@ -185,7 +181,7 @@ def _symbols_of(items, symbols):
 
 
 def forest_kernel(f1, f2, lam: float = 0.4, normalize: bool = False,
-                  symbols: Optional[SymbolTable] = None, max_nodes: int = MAX_FOREST_NODES) -> float:
+                  symbols: Optional[SymbolTable] = None, max_nodes: int = MAX_NODES) -> float:
     """Forest kernel: the expected subset-tree kernel over the trees of two
     packed forests (``Forest``; trees in any accepted form become forests with
     one edge per node, :class:`PreparedForest` reuses its precomputation).
@@ -195,9 +191,9 @@ def forest_kernel(f1, f2, lam: float = 0.4, normalize: bool = False,
 
 
 def forest_gram(A, B=None, lam: float = 0.4, normalize: bool = True,
-                symbols: Optional[SymbolTable] = None, max_nodes: int = MAX_FOREST_NODES) -> np.ndarray:
+                symbols: Optional[SymbolTable] = None, max_nodes: int = MAX_NODES) -> np.ndarray:
     """Forest-kernel matrix between two sequences of forests (or trees)."""
-    lam = check_lambda(lam)
+    lam, max_nodes = check_lambda(lam), check_max_nodes(max_nodes)
     symbols = _symbols_of(list(A) + list(B or []), symbols)
     pa = [_prepare(x, symbols, max_nodes) for x in A]
     pb = pa if B is None else [_prepare(x, symbols, max_nodes) for x in B]

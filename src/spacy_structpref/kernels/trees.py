@@ -7,7 +7,10 @@ Kernel values grow like a product over a node's children: a flat tree of
 non-finite is recomputed with logarithms (``_kernels``' ``Log``
 arithmetic): a normalised kernel (a cosine, in [0, 1]) is then computed
 from the logarithms and is always finite; an unnormalised one that is truly
-beyond the double range raises a :class:`StructPrefError`."""
+beyond the double range raises a :class:`StructPrefError`.
+
+Trees of more than ``max_nodes`` nodes are refused (see
+:mod:`.inputs`)."""
 from concurrent.futures import ThreadPoolExecutor
 from typing import Dict, List, Optional, Tuple
 
@@ -18,7 +21,7 @@ from ..trees.arrays import INT, FlatTrees, SymbolTable, TreeArrays
 from ..trees.convert import shared_symbols, tree_batch
 from ..trees.forest import Forest
 from . import _kernels
-from .inputs import check_lambda, check_sigma
+from .inputs import MAX_NODES, check_lambda, check_max_nodes, check_sigma, check_sizes, check_threads
 from .numerics import cosine, finite_or_raise, log_cosine, log_parameters, with_logs
 
 # Progress bars appear (on a terminal) from this many kernel evaluations on.
@@ -57,10 +60,14 @@ class TreeBatch:
     (λ, σ): pass it to :func:`gram` repeatedly (e.g. a perceptron's support
     set) to avoid repacking and recomputing normalisers. A list of bracket
     strings is read straight into arrays (:func:`bracketed_to_arrays`);
-    ``trees`` (TreeArrays) are built on first use."""
+    ``trees`` (TreeArrays) are built on first use. A tree of more than
+    ``max_nodes`` nodes is refused (see :mod:`.inputs`)."""
 
-    def __init__(self, trees, symbols: Optional[SymbolTable] = None) -> None:
+    def __init__(self, trees, symbols: Optional[SymbolTable] = None, max_nodes: int = MAX_NODES) -> None:
+        max_nodes = check_max_nodes(max_nodes)
         self.flat = tree_batch(trees, symbols)
+        check_sizes(np.diff(self.flat.node_off), max_nodes, "tree",
+                    "split it (a forest_parser's or attachment_predictor's max_length bounds their trees)")
         self.symbols = self.flat.symbols
         self.packed = pack(self.flat)
         self._self: Dict[Tuple[float, float], np.ndarray] = {}
@@ -94,12 +101,12 @@ class TreeBatch:
         return self._self[key]
 
 
-def _as_batch(items, symbols: Optional[SymbolTable]) -> TreeBatch:
+def _as_batch(items, symbols: Optional[SymbolTable], max_nodes: int) -> TreeBatch:
     if isinstance(items, TreeBatch):
         if symbols is not None and items.symbols is not symbols:
             raise StructPrefError("mismatched vocabularies: the two tree batches use different SymbolTables")
         return items
-    return TreeBatch(items, symbols)
+    return TreeBatch(items, symbols, max_nodes)
 
 
 def _common_symbols(A, B) -> Optional[SymbolTable]:
@@ -161,7 +168,7 @@ def _raw_gram(A: TreeBatch, B: Optional[TreeBatch], lam: float, sigma: float, n_
 
 
 def gram(A, B=None, lam: float = 0.4, normalize: bool = True, n_threads: int = 2, progress=None,
-         sigma: float = 1, symbols: Optional[SymbolTable] = None) -> np.ndarray:
+         sigma: float = 1, symbols: Optional[SymbolTable] = None, max_nodes: int = MAX_NODES) -> np.ndarray:
     """Kernel matrix ``K[i, j] = K(A[i], B[j])`` (``B=None``: the symmetric
     ``K(A, A)``, each pair computed once).
 
@@ -170,9 +177,10 @@ def gram(A, B=None, lam: float = 0.4, normalize: bool = True, n_threads: int = 2
     :class:`Forest` (then the forest kernel is used). ``n_threads`` threads
     share the rows (the loops release the GIL). ``progress``: True/False, or
     None for a bar when the matrix is large (status lines when not on a terminal). ``normalize``:
-    cosine normalisation with cached self-kernels.
+    cosine normalisation with cached self-kernels. Trees (or forests) of
+    more than ``max_nodes`` nodes are refused (see :mod:`.inputs`).
     """
-    lam, sigma = check_lambda(lam), check_sigma(sigma)
+    lam, sigma, n_threads = check_lambda(lam), check_sigma(sigma), check_threads(n_threads)
     A = A if isinstance(A, TreeBatch) else list(A)
     B = B if B is None or isinstance(B, TreeBatch) else list(B)
     if _has_forest(A) or (B is not None and _has_forest(B)):
@@ -180,11 +188,11 @@ def gram(A, B=None, lam: float = 0.4, normalize: bool = True, n_threads: int = 2
 
         if sigma != 1:
             raise StructPrefError("the forest kernel is a subset-tree kernel: sigma must be 1")
-        return forest_gram(A, B, lam=lam, normalize=normalize, symbols=symbols)
+        return forest_gram(A, B, lam=lam, normalize=normalize, symbols=symbols, max_nodes=max_nodes)
     if symbols is None:
         symbols = _common_symbols(A, B)
-    batch_a = _as_batch(A, symbols)
-    batch_b = None if B is None else _as_batch(B, batch_a.symbols)
+    batch_a = _as_batch(A, symbols, max_nodes)
+    batch_b = None if B is None else _as_batch(B, batch_a.symbols, max_nodes)
     K = _raw_gram(batch_a, batch_b, lam, sigma, n_threads, progress)
     if not normalize:
         return finite_or_raise(K, "kernel")
@@ -205,10 +213,11 @@ def _has_forest(items) -> bool:
 
 
 def tree_kernel(t1, t2, lam: float = 0.4, sigma: float = 1, normalize: bool = False,
-                symbols: Optional[SymbolTable] = None) -> float:
+                symbols: Optional[SymbolTable] = None, max_nodes: int = MAX_NODES) -> float:
     """Subset-tree kernel (``sigma=1``) or subtree kernel (``sigma=0``) of two
-    trees: TreeArrays, nltk.Tree, bracketed strings or Docs with constituents.
-    For many pairs use :func:`gram`."""
+    trees: TreeArrays, nltk.Tree, bracketed strings or Docs with constituents;
+    a tree of more than ``max_nodes`` nodes is refused. For many pairs use
+    :func:`gram`."""
     symbols = shared_symbols([t1, t2], symbols)
     return float(gram([t1], [t2], lam=lam, normalize=normalize, n_threads=1, progress=False,
-                      sigma=sigma, symbols=symbols)[0, 0])
+                      sigma=sigma, symbols=symbols, max_nodes=max_nodes)[0, 0])

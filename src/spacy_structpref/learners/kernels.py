@@ -11,11 +11,11 @@ from typing import Optional, Tuple
 import numpy as np
 from nltk.tree import Tree
 
-from ..errors import SavedModelError, StructPrefError
+from ..errors import SavedModelError, StructPrefError, check_number
 from ..kernels.composite import reranking_kernel
 from ..kernels.dag import dag_kernel_block, dag_weighted_sums
 from ..kernels.forests import PreparedForest, forest_block
-from ..kernels.inputs import check_lambda, check_sigma
+from ..kernels.inputs import check_lambda, check_log_probabilities, check_sigma, check_weight
 from ..trees.arrays import SymbolTable
 from ..trees.brackets import fold
 from ..trees.convert import tree_list
@@ -103,7 +103,7 @@ class ScoredTrees(SequenceABC):
     candidate i is ``(trees[i], log_p[i])``."""
 
     def __init__(self, trees, log_p):
-        self.trees, self.log_p = trees, _log_probabilities(log_p, len(trees))
+        self.trees, self.log_p = trees, check_log_probabilities(log_p, len(trees))
 
     def __len__(self) -> int:
         return len(self.trees)
@@ -121,10 +121,7 @@ class CompositeKernel:
     log_p array)`` pairs."""
 
     def __init__(self, tree_kernel, b: float = 0.2):
-        b = float(b)
-        if not b >= 0:
-            raise StructPrefError(f"the weight b of log p · log p' must be >= 0, got {b}")
-        self.tree_kernel, self.b = tree_kernel, b
+        self.tree_kernel, self.b = tree_kernel, check_weight(b)
 
     @property
     def symbols(self) -> SymbolTable:
@@ -139,7 +136,7 @@ class CompositeKernel:
         else:
             pairs = list(items)
             trees, log_p = [x for x, _ in pairs], [p for _, p in pairs]
-        return self.tree_kernel.prepare(trees), _log_probabilities(log_p, len(trees))
+        return self.tree_kernel.prepare(trees), check_log_probabilities(log_p, len(trees))
 
     def join(self, parts) -> Tuple[object, np.ndarray]:
         return (self.tree_kernel.join([trees for trees, _ in parts]),
@@ -164,17 +161,6 @@ class CompositeKernel:
 
     def decode(self, data: list) -> list:
         return list(zip(self.tree_kernel.decode([tree for tree, _ in data]), (p for _, p in data)))
-
-
-def _log_probabilities(log_p, n: int) -> np.ndarray:
-    log_p = np.asarray(log_p, dtype=float)
-    if log_p.shape != (n,):
-        raise StructPrefError(f"need one log probability per candidate: {n} candidates, "
-                              f"log probabilities of shape {log_p.shape}")
-    if not np.isfinite(log_p).all():
-        raise StructPrefError("log probabilities must be finite (a candidate of probability 0 "
-                              "cannot be scored)")
-    return log_p
 
 
 def _encode_tree(tree: Tree) -> list:
@@ -231,9 +217,8 @@ class ForestKernel:
 
     def __init__(self, lam: float = 0.4, alpha: float = 1.0, normalize: bool = True,
                  symbols: SymbolTable = None):
-        if not alpha > 0:
-            raise StructPrefError(f"the tempering exponent α must be > 0, got {alpha}")
-        self.lam, self.alpha, self.normalize = check_lambda(lam), float(alpha), normalize
+        alpha = check_number("the tempering exponent α", alpha, 0.0, above=True)
+        self.lam, self.alpha, self.normalize = check_lambda(lam), alpha, normalize
         self.symbols = symbols if symbols is not None else SymbolTable()
 
     def prepare(self, items) -> list:

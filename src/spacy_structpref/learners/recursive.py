@@ -31,6 +31,7 @@ from thinc.api import Model, Optimizer
 from ..errors import SavedModelError, StructPrefError
 from ..models.recursive import (LabelDAG, RecursiveNet, build_label_dag, concat_label_dags,
                                 label_vocab)
+from ..models.weights import check_finite_weights, model_weights
 from .base import Parts, PreferenceLearner, TrainingLog, candidate_list, check_loss, check_no_keys, teaching_sets
 
 
@@ -296,6 +297,7 @@ class RecursiveNetLearner(PreferenceLearner):
         if after != before:
             raise SavedModelError(f"the saved weights have the shapes {after}, the network its cfg describes "
                                   f"{before}: the cfg and the weights come from different saves")
+        check_finite_weights(type(self).__name__, model_weights(model))
         self.model, self._kept = model, None  # the loaded weights are the ones to predict with
 
 

@@ -40,7 +40,7 @@ from thinc.api import Model, Optimizer
 from thinc.backends import get_array_ops
 from thinc.types import Floats1d, Floats2d, Ints1d
 
-from ..errors import TaggerError
+from ..errors import TaggerError, check_count
 
 # feature layers that are themselves a linear map over indicators (see above)
 SPARSE_LAYERS = ("sparse_features", "sparse_bag_features")
@@ -66,8 +66,8 @@ def DistroTagger(tok2vec: Model[List[Doc], List[Floats2d]], rank: Optional[int] 
     rank, whatever the tag set. ``onehot = true`` gives the structured SVM
     baseline (A = I, d = number of labels, A never updated). ``seed`` draws A
     when d is below the number of labels."""
-    if rank is not None and rank < 1:
-        raise TaggerError(f"rank must be >= 1 or null (one per label), got {rank}")
+    if rank is not None:
+        check_count("rank (null: one per label)", rank, 1, error=TaggerError)
     # a bare sparse embedder of unset width is the linear model over indicators itself
     project = not (tok2vec.name in SPARSE_LAYERS and tok2vec.has_dim("nO") is None)
     weights = Model("distro_weights", _weights_forward, init=_weights_init,
@@ -86,9 +86,16 @@ def DistroTagger(tok2vec: Model[List[Doc], List[Floats2d]], rank: Optional[int] 
 
 
 def label_rank(model: Model) -> int:
-    """d for a model with nO labels."""
-    rank = model.attrs["rank"]
-    return model.get_dim("nO") if model.attrs["onehot"] or rank is None else rank
+    """d for a model with nO labels: ``rank``, at most the number of labels
+    (label vectors of more dimensions than labels add parameters, not
+    capacity: A's rank is at most M whatever d)."""
+    rank, n_labels = model.attrs["rank"], model.get_dim("nO")
+    if model.attrs["onehot"] or rank is None:
+        return n_labels
+    if rank > n_labels:
+        raise TaggerError(f"rank {rank} is above the number of labels ({n_labels}): A (d × M) has rank at most "
+                          f"M, so set rank to at most {n_labels}, or null for one dimension per label")
+    return rank
 
 
 def set_phase(model: Model, *, update_w: bool, update_A: bool) -> None:

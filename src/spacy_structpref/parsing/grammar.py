@@ -19,7 +19,7 @@ from typing import Dict, Iterable, List, Tuple
 import numpy as np
 from nltk.tree import Tree
 
-from ..errors import GrammarError, GrammarWarning, StructPrefError
+from ..errors import GrammarError, GrammarWarning, StructPrefError, check_count
 from ..saving import load_errors
 from ..trees.normalize import is_preterminal
 
@@ -84,6 +84,17 @@ class Annotation:
     split_unary_tags: bool = True   # mark DT/RB/... that are the only child of their parent
     split_in: bool = True           # IN also remembers its grandparent (K&M SPLIT-IN)
     split_percent: bool = True      # the word % gets its own tag state (K&M SPLIT-%)
+
+    def __post_init__(self):
+        check_annotation(self.horizontal_markov, self.vertical_markov)
+
+
+def check_annotation(horizontal_markov, vertical_markov) -> None:
+    """The markovisation orders (Klein & Manning 2003): ``vertical_markov``
+    1 (no parent annotation) or more, ``horizontal_markov`` 0 or more, or -1
+    for no markovisation."""
+    check_count("horizontal_markov (-1: no markovisation)", horizontal_markov, -1)
+    check_count("vertical_markov (1: no parent annotation)", vertical_markov, 1)
 
 
 _UNARY_TAGS = ("DT", "RB", "JJ", "PRP", "CD", "NN", "NNS")
@@ -164,7 +175,7 @@ class Grammar:
         self.root = self._ids.get("TOP", -1)
         if self.root < 0:
             raise GrammarError("the grammar has no TOP state: training trees must be TOP-rooted (normalize_tree)")
-        self._lex_cache: Dict[Tuple[str, int], Tuple[np.ndarray, np.ndarray]] = {}
+        self._lex_cache: Dict[Tuple[str, bool], Tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self.skipped_trees = 0  # bad trees estimate_grammar left out (not saved)
 
     def _validate(self) -> None:
@@ -215,15 +226,27 @@ class Grammar:
 
     # ---------------------------------------------------------------- lexicon
     def tag_scores(self, word: str, position: int) -> Tuple[np.ndarray, np.ndarray]:
-        """(tag state ids, P(word | tag)) for one token."""
-        known = word in self.word_count
+        """(tag state ids, P(word | tag)) for one token: the chart's lexical scores."""
+        ids, scores, _ = self._lexicon(word, position)
+        return ids, scores
+
+    def tag_posterior(self, word: str, position: int) -> Tuple[np.ndarray, np.ndarray]:
+        """(tag state ids, P(tag | word)) for one token, the same states as
+        :meth:`tag_scores`: the best tag of a word taken alone is the argmax
+        of this, not of P(word | tag), which favours rare tags (a tag seen
+        with few word types gives each of them a high probability)."""
+        ids, _, posterior = self._lexicon(word, position)
+        return ids, posterior
+
+    def _lexicon(self, word: str, position: int) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(tag state ids, P(w | T), P(T | w)) of one token, cached."""
         key = (word, position == 0)  # the signature marks sentence-initial capitals
         hit = self._lex_cache.get(key)
         if hit is not None:
             return hit
         sig = word_signature(word, position)
         sig_dist = self.tag_sig.get(sig) or self.tag_sig.get("")  # "" holds P(T | rare word)
-        if known:
+        if word in self.word_count:
             c = self.word_count[word]
             seen = self.tag_word[word]
             tags = set(seen) | set(sig_dist)
@@ -234,9 +257,10 @@ class Grammar:
             p_w = (self.sig_count.get(sig, 0) + 1.0) / self.n_tokens
             post = sig_dist
         ids = np.fromiter(post.keys(), dtype=np.int32, count=len(post))
-        probs = np.array([post[t] * p_w / self.tag_prior[t] for t in post], dtype=np.float64)
-        keep = probs > 0
-        out = (ids[keep], probs[keep])
+        posterior = np.fromiter(post.values(), dtype=np.float64, count=len(post))
+        scores = posterior * p_w / np.array([self.tag_prior[t] for t in post], dtype=np.float64)
+        keep = scores > 0
+        out = (ids[keep], scores[keep], posterior[keep])
         if len(self._lex_cache) < 200000:
             self._lex_cache[key] = out
         return out

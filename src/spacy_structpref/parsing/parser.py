@@ -16,7 +16,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 from nltk.tree import Tree
 
-from ..errors import StructPrefError
+from ..errors import StructPrefError, check_count
 from ..trees.arrays import SymbolTable
 from ..trees.brackets import escape_label, escape_word, to_bracketed
 from ..trees.dag import TreeSetDAG
@@ -68,12 +68,6 @@ def check_settings(beam: float = 1e-4, threshold: float = 1e-5, merit_threshold:
         check_count("max_length (None: no bound)", max_length, 1)
 
 
-def check_count(name: str, value, minimum: int) -> None:
-    """Raise a :class:`StructPrefError` unless ``value`` is an integer of at least ``minimum``."""
-    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < minimum:
-        raise StructPrefError(f"{name} must be an integer of at least {minimum}, got {value!r}")
-
-
 class Parser:
     """CKY parser over a :class:`Grammar`.
 
@@ -120,7 +114,10 @@ class Parser:
     # --------------------------------------------------------------- lexicon
     def _lexical_row(self, i: int, word: str, tag: Optional[str]) -> Tuple[np.ndarray, np.ndarray]:
         """(tag state ids, scores) of word i, upstream ``tag`` applied per ``tag_mode``."""
-        ids, probs = self.grammar.tag_scores(word, i)
+        return self._upstream(*self.grammar.tag_scores(word, i), tag)
+
+    def _upstream(self, ids: np.ndarray, probs: np.ndarray, tag: Optional[str]) -> Tuple[np.ndarray, np.ndarray]:
+        """Tag-state scores with an upstream ``tag`` applied per ``tag_mode``."""
         if tag and self.tag_mode != "ignore":
             match = np.array([self.labels[t] == tag for t in ids], dtype=bool)
             if self.tag_mode == "hard" and match.any():
@@ -177,12 +174,18 @@ class Parser:
         return flat_tree(words, self.fallback_tags(words, tags))
 
     def fallback_tags(self, words: Sequence[str], tags: Sequence[str] = None) -> List[str]:
-        """Each word's best tag alone."""
+        """Each word's most probable tag taken alone: the treebank tag of
+        largest ``P(T | w)``, summed over its annotated states (upstream
+        ``tags`` applied per ``tag_mode``). Not ``P(w | T)``, the chart's
+        lexical score: that favours tags of few word types (WP$ for every
+        unknown word)."""
         best_tags = []
         for i, w in enumerate(words):
-            ids, probs = self._lexical_row(i, w, tags[i] if tags is not None else None)
-            best = int(np.argmax(probs)) if len(probs) and probs.max() > 0 else -1
-            best_tags.append(self.labels[ids[best]] if best >= 0 else "NN")
+            ids, post = self._upstream(*self.grammar.tag_posterior(w, i), tags[i] if tags is not None else None)
+            total: Dict[str, float] = {}
+            for t, p in zip(ids.tolist(), post.tolist()):
+                total[self.labels[t]] = total.get(self.labels[t], 0.0) + p
+            best_tags.append(max(total, key=total.get) if total else "NN")
         return best_tags
 
     def _forest(self, _chart, words, lex, beam) -> Optional[Forest]:

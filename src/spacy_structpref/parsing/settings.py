@@ -18,7 +18,7 @@ from typing import Optional, Sequence
 from spacy.util import registry
 from thinc.api import Model
 
-from ..errors import StructPrefError
+from ..errors import StructPrefError, check_count
 
 DEFAULT_SETTINGS = {
     "horizontal_markov": 2,
@@ -64,10 +64,16 @@ def check_parser_settings(c: dict) -> None:
     """Check every setting of ``c`` (all of :data:`DEFAULT_SETTINGS`), so
     that a bad one fails when a pipeline is built or loaded, not at the
     first parse."""
-    from .parser import check_count, check_settings
+    from .grammar import check_annotation
+    from .parser import check_settings
 
     check_settings(c["beam"], c["threshold"], c["merit_threshold"], c["max_expansions"], c["tag_mode"],
                    c["tag_bonus"], c["max_length"])
+    check_annotation(c["horizontal_markov"], c["vertical_markov"])
+    for key in ("tag_parent", "split_unary_tags", "split_in", "split_percent", "base_signatures", "set_tags",
+                "store_forest"):
+        if not isinstance(c[key], bool):
+            raise StructPrefError(f"{key} must be true or false, got {c[key]!r}")
     check_count("k", c["k"], 1)
     check_count("rare_threshold", c["rare_threshold"], 0)
     # a known word's P(T | w) divides by (count + smooth)

@@ -29,13 +29,14 @@ from spacy.tokens import Doc
 from spacy.vocab import Vocab
 from thinc.api import Model, Optimizer
 
-from ..errors import SavedModelError, StructPrefError
+from ..errors import SavedModelError, StructPrefError, check_count
 from ..models.span_crf import SpanCRF, SpanCRFScores, span_index, tag_logits
+from ..models.weights import check_finite_weights, message_weights
 from ..saving import load_errors
 from ..trees.brackets import to_bracketed
 from ..trees.arrays import SymbolTable
 from . import span_chart
-from .parser import TOO_LONG, ParseResult, check_count, fallback_result
+from .parser import TOO_LONG, ParseResult, fallback_result
 from .span_trees import SpanLabels, spans_to_tree, tree_to_spans
 
 
@@ -234,6 +235,7 @@ class SpanParser:
                         raise SavedModelError(f"cannot load a span parser of {value} {dim} into an initialized "
                                               f"model of {self.model.get_dim(dim)}: load into a new model")
                     self.model.set_dim(dim, value, force=True)
+            check_finite_weights("the span parser", message_weights(srsly.msgpack_loads(msg["model"])))
             self.model.from_bytes(msg["model"])
         SpanParser.__init__(self, self.model, labels, tags, vocab=vocab, **settings)
         return self

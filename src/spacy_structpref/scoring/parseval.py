@@ -29,9 +29,16 @@ reverse) or in a word ("Words unmatch"). Skipped and error sentences count
 in "Number of sentence" and nowhere else: the averages are over the valid
 sentences. Each error is reported as EVALB writes it on stderr
 (``ParsevalResult.messages``); EVALB gives up at the error after the first
-``MAX_ERROR + 1`` (``max_error``; ``None``: never), here with a
-:class:`EvalbStopped`. :meth:`ParsevalResult.report` is EVALB's standard
-output, character for character.
+``MAX_ERROR + 1`` (``max_error``; a negative one: at the first error;
+``None``: never), here with an :class:`EvalbStopped` that holds what was
+read until then. :meth:`ParsevalResult.report` is EVALB's standard output,
+character for character, that of a stopped run included (the header and the
+lines of the sentences before the last error).
+
+Work is linear in the brackets up to a logarithm: matching takes each
+bracket's first free partner from a queue per span and label, and crossing
+brackets are found with range-minimum and range-maximum tables over the
+word positions, so a chain 100,000 brackets deep scores in a second.
 
 What EVALB leaves undefined is refused instead of imitated: a malformed line
 (a word outside a preterminal, too many ``)``) raises a
@@ -41,11 +48,12 @@ its arrays or loops until MAX_ERROR; EVALB's fixed buffers (5,000-byte lines,
 too many ``(`` are errors with their counts shown, as in EVALB; a NUL byte
 ends a line, as it ends EVALB's C string.
 """
-from collections import defaultdict
+from collections import defaultdict, deque
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
+import numpy as np
 from nltk.tree import Tree
 from spacy.util import registry
 
@@ -56,7 +64,13 @@ OK, ERROR, SKIP = 0, 1, 2  # EVALB's sentence status
 
 
 class EvalbStopped(StructPrefError):
-    """More errors than EVALB's MAX_ERROR allows: EVALB exits there."""
+    """More errors than EVALB's MAX_ERROR allows: EVALB exits there.
+    ``result`` is the :class:`ParsevalResult` read until then (``stopped``
+    set: its report is the part EVALB prints before it exits)."""
+
+    def __init__(self, message: str, result: "ParsevalResult"):
+        super().__init__(message)
+        self.result = result
 
 
 @dataclass(frozen=True)
@@ -68,8 +82,9 @@ class EvalbParams:
     ``delete_for_length`` (DELETE_LABEL_FOR_LENGTH): terminals the length
     does not count; ``equal_labels`` / ``equal_words`` (EQ_LABEL / EQ_WORD):
     pairs that compare equal; ``cutoff_length`` (CUTOFF_LEN, ``-c``);
-    ``max_error`` (MAX_ERROR, ``-e``; ``None``: never stop); ``labeled``
-    (LABELED)."""
+    ``max_error`` (MAX_ERROR, ``-e``: EVALB stops at the error after the
+    first ``max_error + 1``, so a negative one at the first; ``None``: never
+    stop); ``labeled`` (LABELED)."""
     delete_labels: Tuple[str, ...] = ("TOP", "-NONE-", ",", ":", "``", "''", ".")
     delete_for_length: Tuple[str, ...] = ("-NONE-",)
     equal_labels: Tuple[Tuple[str, str], ...] = (("ADVP", "PRT"),)
@@ -89,9 +104,8 @@ class EvalbParams:
                 raise StructPrefError(f"EvalbParams.{name} must hold pairs of strings, got {value!r}")
         if isinstance(self.cutoff_length, bool) or not isinstance(self.cutoff_length, int):
             raise StructPrefError(f"EvalbParams.cutoff_length must be an integer, got {self.cutoff_length!r}")
-        if self.max_error is not None and (isinstance(self.max_error, bool)
-                                           or not isinstance(self.max_error, int) or self.max_error < 0):
-            raise StructPrefError(f"EvalbParams.max_error must be None or an integer >= 0, got {self.max_error!r}")
+        if self.max_error is not None and (isinstance(self.max_error, bool) or not isinstance(self.max_error, int)):
+            raise StructPrefError(f"EvalbParams.max_error must be None or an integer, got {self.max_error!r}")
 
     def label_eq(self, a: str, b: str) -> bool:
         """EVALB's ``label_comp``."""
@@ -238,13 +252,45 @@ def _counted(side: _Side, params: EvalbParams) -> List[Bracket]:
 
 
 def _crossing(test: Sequence[Bracket], gold: Sequence[Bracket]) -> int:
-    n = 0
-    for _, ts, te in test:
-        for _, gs, ge in gold:
-            if (gs < ts < ge < te) or (ts < gs < te < ge):
-                n += 1
-                break
-    return n
+    """The test brackets that cross a gold one: ``gs < ts < ge < te`` (a gold
+    bracket ends strictly inside, having started before) or ``ts < gs < te <
+    ge`` (one starts strictly inside and ends after). Per test bracket, the
+    earliest start of the gold brackets that end inside it and the latest
+    end of those that start inside it answer both, by range minima and
+    maxima over the positions (:func:`_range_extreme`). A bracket left
+    unclosed (end -1) crosses nothing."""
+    test = [b for b in test if b[2] > b[1]]
+    gold = [b for b in gold if b[2] > b[1]]
+    if not test or not gold:
+        return 0
+    ts, te = np.array([b[1] for b in test]), np.array([b[2] for b in test])
+    gs, ge = np.array([b[1] for b in gold]), np.array([b[2] for b in gold])
+    size = int(max(te.max(), ge.max())) + 1
+    latest_end = np.full(size, -1)  # per start position, the latest end of a gold bracket starting there
+    np.maximum.at(latest_end, gs, ge)
+    earliest_start = np.full(size, size)  # per end position, the earliest start of one ending there
+    np.minimum.at(earliest_start, ge, gs)
+    inside = te - ts >= 2  # positions strictly inside: ts + 1 .. te - 1
+    lo, hi = ts[inside] + 1, te[inside]
+    crosses = ((_range_extreme(latest_end, lo, hi, np.maximum) > te[inside])
+               | (_range_extreme(earliest_start, lo, hi, np.minimum) < ts[inside]))
+    return int(crosses.sum())
+
+
+def _range_extreme(values: np.ndarray, lo: np.ndarray, hi: np.ndarray, op) -> np.ndarray:
+    """``op`` (np.maximum or np.minimum) of ``values[lo[i]:hi[i]]`` for every
+    i (ranges non-empty), from a sparse table: level k holds the extreme of
+    each run of 2**k values, and a range is two overlapping runs."""
+    levels = [values]
+    while 2 ** len(levels) <= len(values):
+        prev, half = levels[-1], 2 ** (len(levels) - 1)
+        levels.append(op(prev[:-half], prev[half:]))
+    k = np.floor(np.log2(hi - lo)).astype(int)
+    out = np.empty(len(lo), dtype=values.dtype)
+    for level in np.unique(k):
+        at = k == level
+        out[at] = op(levels[level][lo[at]], levels[level][hi[at] - 2 ** level])
+    return out
 
 
 def _score(gold: _Side, test: _Side, params: EvalbParams) -> Tuple[SentenceStats, List[str]]:
@@ -263,20 +309,29 @@ def _score(gold: _Side, test: _Side, params: EvalbParams) -> Tuple[SentenceStats
         if not params.word_eq(gw, tw):
             return rejected(ERROR), messages + [f"Words unmatch ({gw}|{tw})"]
     gold_br, test_br = _counted(gold, params), _counted(test, params)
-    by_span: Dict[Tuple[int, int], List[int]] = defaultdict(list)
-    for j, (_, start, end) in enumerate(test_br):
-        by_span[(start, end)].append(j)
+    # the free test brackets of each span, in order, one queue per label (unlabelled: one per span)
+    free: Dict[Tuple[int, int, str], deque] = defaultdict(deque)
+    for j, (label, start, end) in enumerate(test_br):
+        free[(start, end, label if params.labeled else "")].append(j)
     matched = 0
     for label, start, end in gold_br:
-        free = by_span.get((start, end), [])
-        for n, j in enumerate(free):
-            if not params.labeled or params.label_eq(label, test_br[j][0]):
-                del free[n]
-                matched += 1
-                break
+        # the first free test bracket of the span whose label compares equal
+        queues = [q for q in (free.get((start, end, other)) for other in _equal_to(label, params)) if q]
+        if queues:
+            min(queues, key=lambda q: q[0]).popleft()
+            matched += 1
     tags = sum(params.label_eq(g, t) for (_, g), (_, t) in zip(gold.words, test.words))
     return SentenceStats(gold.length, len(gold_br), len(test_br), matched, _crossing(test_br, gold_br),
                          len(gold.words), tags, status), messages
+
+
+def _equal_to(label: str, params: EvalbParams) -> List[str]:
+    """The labels that compare equal to ``label`` (EVALB's ``label_comp``),
+    or ``[""]`` for unlabelled bracketing."""
+    if not params.labeled:
+        return [""]
+    return [label] + [b for a, b in params.equal_labels if a == label] + [a for a, b in params.equal_labels
+                                                                           if b == label]
 
 
 def brackets(tree: Tree, params: EvalbParams = COLLINS) -> Tuple[List[Bracket], List[Tuple[str, str]]]:
@@ -422,17 +477,19 @@ class ParsevalResult:
     sentences: List[SentenceStats] = field(default_factory=list)
     messages: List[Tuple[int, str]] = field(default_factory=list)
     max_error: Optional[int] = None
+    stopped: bool = False  # EVALB would have exited at the last message
 
     def error(self, text: str) -> None:
         """Report an error at the sentence being read, as EVALB's ``Error``;
         beyond ``max_error`` + 1 errors, stop as EVALB does."""
         self.messages.append((len(self.sentences), f"{len(self.sentences) + 1} : {text}"))
         if self.max_error is not None and len(self.messages) - 1 > self.max_error:
+            self.stopped = True
             raise EvalbStopped(
-                f"EVALB stops at error {len(self.messages)} (MAX_ERROR {self.max_error}), here "
-                f"{self.messages[-1][1]!r}: the gold and test sentences differ in their words or in which "
-                "words are punctuation; check the tokenisation and tags, or pass max_error=None "
-                "(EVALB's -e) to score the valid sentences anyway")
+                f"EVALB stops at its error {len(self.messages)} (MAX_ERROR {self.max_error}), sentence "
+                f"{self.messages[-1][1]}; the errors are listed in order (the stopped result's messages): "
+                "fix what they name, or pass a larger max_error (EVALB's -e; None: never stop) to score the "
+                "valid sentences and count the others", self)
 
     def add(self, stats: SentenceStats, messages: Iterable[str] = ()) -> None:
         """Count one sentence, in the ≤ cutoff totals too when it is short
@@ -445,9 +502,13 @@ class ParsevalResult:
             self.short.add(stats)
 
     def report(self) -> str:
-        """EVALB's standard output (its errors go to ``messages``)."""
+        """EVALB's standard output (its errors go to ``messages``); of a
+        ``stopped`` result, what EVALB prints before it exits: the header and
+        the lines of the sentences before the last error."""
         out = list(_HEAD)
         out.extend(_sentence_line(i, s) for i, s in enumerate(self.sentences, 1))
+        if self.stopped:
+            return "\n".join(out) + "\n"
         out.append("=" * 76)
         a = self.all
         total = f"  {a.words:5d} {a.tags_correct:5d}   {a.tagging_accuracy:6.2f}"

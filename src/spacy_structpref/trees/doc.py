@@ -170,6 +170,22 @@ def doc_to_tree(doc: Doc, spans_key: str = SPANS_KEY) -> Optional[Tree]:
     return fold(root, lambda node, built: _node_to_tree(node, built, doc), lambda node: node.kids)
 
 
+def read_docs(path, vocab) -> List[Doc]:
+    """The Docs of a ``.spacy`` (DocBin) file; a path that is no such file,
+    or a file that is not a DocBin, is a :class:`StructPrefError` naming it."""
+    from pathlib import Path
+
+    from spacy.tokens import DocBin
+
+    path = Path(path)
+    if not path.is_file():
+        raise StructPrefError(f"no .spacy file at {path}" + (" (it is a directory)" if path.is_dir() else ""))
+    try:
+        return list(DocBin().from_disk(path).get_docs(vocab))
+    except (ValueError, KeyError, TypeError) as err:  # msgpack and DocBin's own checks of the data
+        raise StructPrefError(f"{path} is not a DocBin (.spacy) file: {str(err).splitlines()[0]}") from None
+
+
 def nbest_trees(doc: Doc) -> List[Tuple[float, Tree]]:
     """``doc._.nbest`` as ``(log-probability, nltk.Tree)`` pairs whose leaves
     are the Doc's own words (the stored strings escape brackets and spaces)."""

@@ -55,49 +55,69 @@ def text_width(text: str, style: str = "word") -> float:
     return font.get_width_height()[0] / 64.0
 
 
+def _nodes(tree: Tree) -> List[Tuple[Position, object]]:
+    """``(tree position, node or word)`` of every node in pre-order, found
+    on an explicit stack (nltk's ``treepositions`` and tuple indexing
+    recurse: a tree 1,000 deep would exceed Python's recursion limit)."""
+    out, stack = [], [((), tree)]
+    while stack:
+        tp, node = stack.pop()
+        out.append((tp, node))
+        if isinstance(node, Tree):
+            stack.extend((tp + (k,), node[k]) for k in reversed(range(len(node))))
+    return out
+
+
 def leaf_widths(tree: Tree) -> List[float]:
     """The width of each leaf column: its word or its preterminal's label,
     whichever is wider, plus the gap between columns."""
-    return [max(text_width(str(tree[lp]), "word"), text_width(tree[lp[:-1]].label(), "label")) + GAP
-            for lp in tree.treepositions("leaves")]
+    nodes = _nodes(tree)
+    labels = {tp: node.label() for tp, node in nodes if isinstance(node, Tree)}
+    return [max(text_width(str(node), "word"), text_width(labels[tp[:-1]], "label")) + GAP
+            for tp, node in nodes if not isinstance(node, Tree)]
 
 
 def layout(tree: Tree) -> Tuple[Dict[Position, Tuple[float, float]], float, float]:
     """``(positions, width, height)``: the centre (x, baseline y) of every
     node's text by tree position, words on the bottom row, and the size of
-    the picture."""
-    positions = tree.treepositions()
-    leaf_set = set(tree.treepositions("leaves"))
-    columns = dict(zip(tree.treepositions("leaves"), leaf_widths(tree)))
+    the picture. Iterative: any depth."""
+    nodes = _nodes(tree)
+    leaves = [tp for tp, node in nodes if not isinstance(node, Tree)]
+    columns = dict(zip(leaves, leaf_widths(tree)))
     span: Dict[Position, float] = {}
-    for tp in sorted(positions, key=len, reverse=True):  # children before parents
-        node = tree[tp]
-        if tp in leaf_set:
-            span[tp] = columns[tp]
-        else:
+    for tp, node in reversed(nodes):  # children before parents
+        if isinstance(node, Tree):
             inner = sum(span[tp + (k,)] for k in range(len(node)))
             span[tp] = max(inner, text_width(node.label(), "label") + GAP)
-    height = tree.height()
+        else:
+            span[tp] = columns[tp]
+    height = max((len(tp) for tp in leaves), default=0) + 1
     bottom = MARGIN + FONT + Y_STEP * (height - 1)
+    left: Dict[Position, float] = {(): MARGIN}
+    for tp, node in nodes:  # parents before children: each child's left edge, the children centred
+        if isinstance(node, Tree):
+            kids = [tp + (k,) for k in range(len(node))]
+            x = left[tp] + (span[tp] - sum(span[k] for k in kids)) / 2
+            for kid in kids:
+                left[kid] = x
+                x += span[kid]
     pos: Dict[Position, Tuple[float, float]] = {}
-
-    def place(tp: Position, left: float) -> None:
-        node = tree[tp]
-        if tp in leaf_set:
-            pos[tp] = (left + span[tp] / 2, bottom)
-            return
-        kids = [tp + (k,) for k in range(len(node))]
-        x = left + (span[tp] - sum(span[k] for k in kids)) / 2
-        for kid in kids:
-            place(kid, x)
-            x += span[kid]
+    for tp, node in reversed(nodes):  # children before parents: a node stands over its first and last child
+        if not isinstance(node, Tree):
+            pos[tp] = (left[tp] + span[tp] / 2, bottom)
+            continue
         half = (text_width(node.label(), "label") + GAP) / 2
-        centre = (pos[kids[0]][0] + pos[kids[-1]][0]) / 2
-        centre = min(max(centre, left + half), left + span[tp] - half)
+        centre = (pos[tp + (0,)][0] + pos[tp + (len(node) - 1,)][0]) / 2
+        centre = min(max(centre, left[tp] + half), left[tp] + span[tp] - half)
         pos[tp] = (centre, MARGIN + FONT + Y_STEP * len(tp))
-
-    place((), MARGIN)
-    return pos, span[()] + 2 * MARGIN, bottom + MARGIN
+    # in post-order, children left to right before their parent: the order the picture draws them in
+    stack, post = [((), tree)], []
+    while stack:
+        tp, node = stack.pop()
+        post.append(tp)
+        if isinstance(node, Tree):
+            stack.extend((tp + (k,), node[k]) for k in range(len(node)))
+    return {tp: pos[tp] for tp in reversed(post)}, span[()] + 2 * MARGIN, bottom + MARGIN
 
 
 def tree_to_svg(tree: Tree, colors: Optional[Dict[Position, str]] = None) -> str:
@@ -116,8 +136,9 @@ def tree_to_svg(tree: Tree, colors: Optional[Dict[Position, str]] = None) -> str
         if tp:
             px, py = pos[tp[:-1]]
             parts.append(f'<line x1="{px:.1f}" y1="{py + 4:.1f}" x2="{x:.1f}" y2="{y - FONT:.1f}" stroke="#888"/>')
+    nodes = dict(_nodes(tree))
     for tp, (x, y) in pos.items():
-        node = tree[tp]
+        node = nodes[tp]
         if isinstance(node, Tree):
             fill = escape(colors.get(tp, "#1f3b73"), {'"': "&quot;"})
             parts.append(f'<text x="{x:.1f}" y="{y:.1f}" font-weight="bold" fill="{fill}">'

@@ -1,0 +1,44 @@
+"""Checking a Thinc model's weights as a save brings them: every parameter
+finite. A save whose files match their checksums can still hold NaN or
+infinite weights (written by a diverged training, or crafted); loading them
+would make every score NaN, and decoding would then pick labels silently."""
+from typing import Iterable, Iterator, Tuple
+
+import numpy as np
+from thinc.api import Model
+
+from ..errors import SavedModelError
+
+Weights = Iterable[Tuple[str, str, object]]  # (layer, parameter name, array)
+
+
+def model_weights(model: Model) -> Iterator[Tuple[str, str, object]]:
+    """``(layer name, parameter name, array)`` of every set parameter of ``model``."""
+    for node in model.walk():
+        for name in node.param_names:
+            if node.has_param(name):
+                yield node.name, name, node.ops.to_numpy(node.get_param(name))
+
+
+def message_weights(msg: dict) -> Iterator[Tuple[str, str, object]]:
+    """The same from Thinc's serialised message (``srsly.msgpack_loads`` of
+    ``Model.to_bytes``), before anything is loaded: layers by their names."""
+    try:
+        nodes, params = msg["nodes"], msg["params"]
+    except (KeyError, TypeError):
+        raise SavedModelError("the saved model is not a Thinc model's message") from None
+    for node, values in zip(nodes, params):
+        for name, value in (values or {}).items():
+            if value is not None:
+                yield node.get("name", "?"), name, value
+
+
+def check_finite_weights(owner: str, weights: Weights) -> None:
+    """Refuse (:class:`SavedModelError`) a parameter with a NaN or infinite value."""
+    for layer, name, value in weights:
+        array = np.asarray(value)
+        if array.dtype.kind in "fc" and not np.isfinite(array).all():
+            bad = int(np.size(array) - np.isfinite(array).sum())
+            raise SavedModelError(f"{owner}: the saved weights {layer}.{name} hold {bad} NaN or infinite "
+                                  f"value(s) of {np.size(array)}: the save comes from a diverged training or "
+                                  "is damaged; train again, or load an earlier save")
