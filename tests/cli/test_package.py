@@ -82,9 +82,6 @@ def component_pipelines(tmp_path_factory):
         nlp.update(train, sgd=optimizer)
     nlp.to_disk(out / "tagger")
     nlp = spacy.blank("en")
-    nlp.add_pipe("forest_parser", config={"k": 5}).initialize_from_trees(short[:150])
-    nlp.to_disk(out / "parser")
-    nlp = spacy.blank("en")
     nlp.add_pipe("forest_parser", config={"k": 5})
     nlp.add_pipe("parse_reranker", config={"k": 5, "n_folds": 2, "n_jobs": 1})
     train = examples(nlp, gold[:24])
@@ -119,8 +116,10 @@ def test_the_package_step_makes_a_package_pip_installs_and_spacy_loads(component
     from spacy.util import load_config, load_model_from_config
 
     src = component_pipelines
+    # the parser and its reranker come from one reranking pipeline, as select-parser copies it
     config = load_config(CONFIGS / "package.cfg", overrides={
-        f"paths.{name}": str(src / name) for name in ("tagger", "parser", "reranker", "attachment")})
+        "paths.tagger": str(src / "tagger"), "paths.parser": str(src / "reranker"),
+        "paths.reranker": str(src / "reranker"), "paths.attachment": str(src / "attachment")})
     load_model_from_config(config, auto_fill=True).to_disk(tmp_path / "pipeline")  # spacy assemble
     scores = evaluate(str(tmp_path / "pipeline"), src / "test.spacy", output=tmp_path / "scores.json",
                       gold_preproc=True)

@@ -38,7 +38,7 @@ def evaluate_parse(model: str, data_path: Path, output: Optional[Path] = None, b
     # Parse the gold tokenisation: re-tokenising the text could change the words.
     texts = (_words_doc(nlp, d) for d in gold_docs)
     tests = [doc_to_tree(doc) for doc in progress_bar(nlp.pipe(texts, batch_size=batch_size), total=len(gold_docs),
-                                                      desc="parsing", unit="sent")]
+                                                      desc="parsing", unit="sent", disable=None)]
     try:
         result = evalb(golds, tests, replace(COLLINS, max_error=max_errors))
     except EvalbStopped as stop:

@@ -98,6 +98,13 @@ class ParseReranker(LearnerPipe):
                                   f"{k}, or the reranker's k to at most {parser.cfg['k']}")
         return parser
 
+    def check_pipeline(self, nlp: Language) -> None:
+        """The k of the ``forest_parser`` before it (trained or not), then
+        the identity it was trained against."""
+        if preceding_pipes(nlp, self.name, ("forest_parser",)):
+            self.preceding_parser(nlp)
+        super().check_pipeline(nlp)
+
     def upstream(self, nlp: Language) -> dict:
         """The identity of the ``forest_parser`` before it (see
         :meth:`~.forest_parser.ForestParser.identity`), its k checked."""
