@@ -106,11 +106,12 @@ def _fit(learner, sets, gold, keys, schedule: Schedule, validation) -> None:
 
 def _fit_one(learner, sets, gold, schedule: Schedule, validation) -> None:
     sets, gold, order = teaching_sets(sets, gold)
-    if not learner.initialized:
-        learner.initialize(sets, gold)
-    # the sets that can teach, each prepared once for every epoch, with an identity of its own
+    # the sets that can teach, each prepared once for every epoch (a learner
+    # initializes from them: sets built on access are built once), with an identity of its own
     sets = learner.prepare(Subsequence(sets, order))
     gold = [gold[i] for i in order]
+    if not learner.initialized:
+        learner.initialize(sets, gold)
     ids = [object() for _ in gold]
     score = _scorer(learner, validation)
 
