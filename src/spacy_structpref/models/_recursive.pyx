@@ -393,15 +393,18 @@ cdef class NodeTable:
         return out_arr
 
     def arrays(self):
-        """``(labels, children, heights)`` of the nodes so far, as numpy arrays."""
+        """``(labels, children, heights)`` of the nodes so far, as numpy
+        arrays; children as wide as the most children of a node."""
+        cdef Py_ssize_t i, j, width = 0
+        for i in range(self.n):
+            width = max(width, self._n_kids(i))
         labels = np.empty(self.n, dtype=np.int64)
-        children = np.empty((self.n, self.K), dtype=np.int64)
+        children = np.empty((self.n, width), dtype=np.int64)
         heights = np.empty(self.n, dtype=np.int64)
         cdef long[::1] lab = labels, hei = heights
         cdef long[:, ::1] kid = children
-        cdef Py_ssize_t i, j
         for i in range(self.n):
             lab[i], hei[i] = self.labels[i], self.heights[i]
-            for j in range(self.K):
+            for j in range(width):
                 kid[i, j] = self.kids[i * self.K + j]
         return labels, children, heights

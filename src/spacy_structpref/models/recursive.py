@@ -23,7 +23,11 @@ sets hash-consed into distinct subtrees, so a subtree shared by many
 candidates (most of them, in a set) is computed once, forward and backward.
 Nodes are processed level by level (leaves first), all the nodes of a level
 at once: one matrix product per child position, in the parameters' dtype
-(float32), through the model's Thinc ops (numpy, or cupy on a GPU). The
+(float32), through the model's Thinc ops (numpy, or cupy on a GPU); the
+gradient is backpropagation through structure (Goller & Küchler 1996) over
+the DAG, as Costa et al. (2003) train their recursive network on the
+candidate trees of incremental parsing. ``W_k u(c)`` is computed once per
+distinct (child, position) pair, however many parents share it. The
 node-by-node passes in Cython (``_recursive.pyx``, double precision;
 ``batched=False``) are the slow reference they are tested against.
 """
@@ -51,7 +55,7 @@ class LabelDAG:
     and each set's range of candidates."""
 
     labels: np.ndarray        # (N,) int
-    children: np.ndarray      # (N, K) int, -1 padded, children left-packed
+    children: np.ndarray      # (N, K) int, -1 padded, children left-packed (K: at most the net's max_children)
     levels: List[np.ndarray]  # node ids of height 0, 1, ...
     roots: np.ndarray         # (n_candidates,) int
     set_starts: np.ndarray    # (n_sets + 1,) int
@@ -309,8 +313,8 @@ def _order(dag: LabelDAG) -> np.ndarray:
 
 
 class _LevelPlan:
-    """A DAG laid out for the batched passes (Goller & Küchler 1996;
-    Costa et al. 2003: every node of a height at once, heights bottom up).
+    """A DAG laid out for the batched passes (every node of a height at
+    once, heights bottom up: our batching of the network's recursion).
     Rows: the nodes in height order, in a height by falling number of
     children, so that the rows with a k-th child are a prefix of their
     height. Pairs: the distinct (child, position k) pairs, ``W_k u(child)``
@@ -348,14 +352,29 @@ class _LevelPlan:
         self.roots = ops.asarray(position[dag.roots])
 
 
+# products of at most this many multiply-adds go to numpy's BLAS on a CPU: it runs
+# them on one thread, at a fraction of the fixed cost of a BLIS call; larger ones
+# would be split across threads, which contend on a loaded machine
+_SMALL_PRODUCT = 1 << 18
+
+
 def _gemm(ops, dtype):
-    """``ops.gemm`` (Thinc's BLIS kernel on CPU takes float32 only; a network
-    given double weights multiplies through its array module)."""
-    if dtype == np.float32:
+    """``ops.gemm``, except for double weights (Thinc's BLIS kernel takes
+    float32 only) and for small products on a CPU: those through the
+    array module."""
+    def dot(x, y, out=None, trans1=False, trans2=False):
+        x, y = (x.T if trans1 else x), (y.T if trans2 else y)
+        return ops.xp.dot(x, y) if out is None else ops.xp.dot(x, y, out=out)
+
+    if dtype != np.float32:
+        return dot
+    if ops.xp is not np:
         return ops.gemm
 
     def gemm(x, y, out=None, trans1=False, trans2=False):
-        return ops.xp.dot(x.T if trans1 else x, y.T if trans2 else y, out=out)
+        rows, inner = x.shape[::-1] if trans1 else x.shape
+        small = rows * inner * y.shape[0 if trans2 else 1] <= _SMALL_PRODUCT
+        return (dot if small else ops.gemm)(x, y, out=out, trans1=trans1, trans2=trans2)
 
     return gemm
 
@@ -420,11 +439,13 @@ def _forward(model: Model, dag: LabelDAG, is_train: bool):
         dX = xp.zeros_like(U)
         ops.scatter_add(dX, plan.roots, xp.ascontiguousarray(d_scores * o))
         d_pairs = xp.zeros_like(child_states)
+        d_tanh = U * U
+        xp.subtract(1, d_tanh, out=d_tanh)
         for start, end, fill, blocks in reversed(plan.levels):
             for k, a, b in blocks:  # a pair's parents are all higher: its gradient is complete
                 ops.scatter_add(dX, plan.pair_child[a:b], gemm(d_pairs[a:b], W[k]))
             d_pre = dX[start:end]
-            d_pre *= 1 - U[start:end] ** 2
+            d_pre *= d_tanh[start:end]
             for k, m in enumerate(fill):
                 ops.scatter_add(d_pairs, plan.pair_of[k, start:start + m], d_pre[:m])
         dW = xp.zeros_like(W)
