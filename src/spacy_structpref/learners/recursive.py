@@ -32,7 +32,8 @@ from ..errors import SavedModelError, StructPrefError
 from ..models.recursive import (CandidateArrays, LabelDAG, LabelDAGBuilder, RecursiveNet, concat_label_dags,
                                 label_vocab)
 from ..trees import TreeSetDAG
-from .base import Parts, PreferenceLearner, TrainingLog, candidate_list, check_loss, check_no_keys, teaching_sets
+from .base import (Parts, PreferenceLearner, Subsequence, TrainingLog, candidate_list, check_loss, check_no_keys,
+                   set_sizes, teaching_sets)
 
 
 def set_losses(scores: np.ndarray, set_starts: np.ndarray, gold: Sequence[Optional[int]],
@@ -64,33 +65,39 @@ def set_losses(scores: np.ndarray, set_starts: np.ndarray, gold: Sequence[Option
 
 class PreparedSets(SequenceABC):
     """Preference sets prepared for a recursive net (what
-    :meth:`RecursiveNetLearner.prepare` makes): each set's candidates read
-    once (a TreeSetDAG kept as its CandidateArrays, a few kilobytes; trees
-    as they are), hash-consed into a label DAG over the net's vocabulary
-    when first indexed and kept for every epoch. The vocabulary may itself
-    come from them (``initialize``), so sets built on access are built once."""
+    :meth:`RecursiveNetLearner.prepare` makes), each read when first used
+    (a TreeSetDAG kept as its CandidateArrays, a few kilobytes; trees as
+    they are) and hash-consed into a label DAG over the net's vocabulary
+    when first indexed, both kept for every epoch. ``initialize`` may make
+    the vocabulary from them, so sets built on access are built once."""
 
-    def __init__(self, learner: "RecursiveNetLearner", items: Sequence[Tuple[object, Optional[np.ndarray]]]):
-        self.learner, self.items = learner, list(items)
-        self._sizes = [len(c) for c, _ in self.items]  # asked for at every minibatch
-        self._dags: List[Optional[LabelDAG]] = [None] * len(self.items)
+    def __init__(self, learner: "RecursiveNetLearner", sets: Sequence[Sequence]):
+        self.learner, self.sets = learner, sets
+        self._sizes = set_sizes(sets)  # asked for at every minibatch
+        self._read: List[Optional[Tuple[object, Optional[np.ndarray]]]] = [None] * len(sets)
+        self._dags: List[Optional[LabelDAG]] = [None] * len(sets)
         self._builder = None  # the learner's builder the DAGs were made with
 
     def __len__(self) -> int:
-        return len(self.items)
+        return len(self._sizes)
 
     def __getitem__(self, i):
         if isinstance(i, slice):
-            return PreparedSets(self.learner, self.items[i])
+            return PreparedSets(self.learner, Subsequence(self.sets, range(len(self))[i]))
         if self._builder is not self.learner._builder:  # a new vocabulary: made afresh
-            self._dags, self._builder = [None] * len(self.items), self.learner._builder
+            self._dags, self._builder = [None] * len(self), self.learner._builder
         if self._dags[i] is None:
-            self._dags[i] = self.learner._label_dag([self.items[i]])
+            self._dags[i] = self.learner._label_dag([self._item(i)])
         return self._dags[i]
+
+    def _item(self, i: int) -> Tuple[object, Optional[np.ndarray]]:
+        if self._read[i] is None:
+            self._read[i] = _prepared(self.sets[i])
+        return self._read[i]
 
     def candidates(self, i: int):
         """Set i's candidates as prepared (trees, CandidateArrays or a label DAG)."""
-        return self.items[i][0]
+        return self._item(i)[0]
 
     def sizes(self) -> List[int]:
         return self._sizes
@@ -191,9 +198,10 @@ class RecursiveNetLearner(PreferenceLearner):
         return self
 
     def prepare(self, sets: Sequence[Sequence]) -> PreparedSets:
-        """Each set read once, to be hash-consed into a label DAG when first
-        used (a minibatch concatenates them); ``initialize`` may come after."""
-        return PreparedSets(self, [_prepared(sets[i]) for i in range(len(sets))])
+        """Each set to be read once and hash-consed into a label DAG when
+        first used (a minibatch concatenates them); ``initialize`` may come
+        after, with the prepared sets."""
+        return PreparedSets(self, sets if isinstance(sets, SequenceABC) else list(sets))
 
     def update(self, sets: Sequence[Sequence], gold: Sequence[Optional[int]],
                keys: Optional[Sequence[Hashable]] = None, *, ids: Optional[Sequence[Hashable]] = None,
