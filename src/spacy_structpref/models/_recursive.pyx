@@ -107,11 +107,10 @@ def level_plan(const long[:, ::1] children, const long[::1] heights, long n_leve
     and within a height by falling number of children (counted up to the
     first -1), by a counting sort. Pairs: the distinct (child, position)
     pairs of the DAG's edges, ordered by position, then child row (so by
-    the child's height). Returns ``(order, position, child, fills,
-    pair_child, pair_bounds, pair_of)``: ``order[r]`` the node of row r,
-    ``position`` its inverse, ``child[k, r]`` the row of row r's k-th child
-    (-1: none; k below the largest number of children), ``fills[h, k]``
-    the number of height-h rows with more than k children, ``pair_child``
+    the child's height). Returns ``(order, position, fills, pair_child,
+    pair_bounds, pair_of)``: ``order[r]`` the node of row r, ``position``
+    its inverse, ``fills[h, k]`` the number of height-h rows with more than
+    k children (k below the largest number of children), ``pair_child``
     each pair's child row, ``pair_bounds[k, h]`` the first pair of position
     k whose child has height h or more, ``pair_of[k, r]`` the pair of row
     r's k-th edge (-1: none); None when a child is not below its parent."""
@@ -147,8 +146,7 @@ def level_plan(const long[:, ::1] children, const long[::1] heights, long n_leve
             n_pairs = _pairs(child, heights, order, pair_of, pair_child, pair_bounds, pair_at)
     if n_pairs < 0:
         return None
-    return (order_arr, position_arr, child_arr, fills_arr, pair_child_arr[:n_pairs], pair_bounds_arr,
-            pair_of_arr)
+    return order_arr, position_arr, fills_arr, pair_child_arr[:n_pairs], pair_bounds_arr, pair_of_arr
 
 
 cdef long _level_plan(const long[:, ::1] children, const long[::1] heights, const long[::1] n_kids,

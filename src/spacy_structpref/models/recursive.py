@@ -337,7 +337,7 @@ class _LevelPlan:
         plan = level_plan(np.ascontiguousarray(dag.children, dtype=np.int_), heights, len(dag.levels))
         if plan is None:
             raise StructPrefError("the DAG's levels must put every node above its children")
-        order, position, _, fills, pair_child, bounds, pair_of = plan
+        order, position, fills, pair_child, bounds, pair_of = plan
         ends = np.bincount(heights, minlength=len(dag.levels)).cumsum()
         bounds = bounds.tolist()
         self.levels = [(int(end - len(level)), int(end), [int(m) for m in fill if m],
