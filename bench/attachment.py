@@ -14,6 +14,13 @@ et al. stopped on section 24) stops on the sets of dev sentences
 for a dev one, which then starts after them; 0: none), as
 ``attachment-tables`` does.
 
+With the recursive net (a config whose learner is
+``RecursiveNetLearner.v1``), every subset is trained twice at the same seed:
+with the batched network and node by node (``batched = false``, the slow
+reference), and both training times (the whole of ``fit``: building the
+sets' DAGs, the epochs, the validation) and L_r figures are printed, with
+the line ``rnn training: X s (node by node: Y s), speed-up Y/X``.
+
 Paper (WSJ, reduction): 100 sentences, 5 subsets: L_1 VP 26.7 ± 0.4, RNN
 26.0 ± 1.0; with specialisation, 2,000 sentences: VP 18.3, RNN 17.3.
 
@@ -29,7 +36,7 @@ from spacy_structpref.errors import StructPrefError
 from spacy_structpref.incremental import CPInventory, preference_sets_of
 from spacy_structpref.experiments.attachment_tables import (DEV_VALIDATION_SENTENCES, fit_attachment_learner, held_out_trees,
                                                 learner_from_config)
-from spacy_structpref.learners import KernelPerceptron, TreeKernel, loss_at_r
+from spacy_structpref.learners import KernelPerceptron, RecursiveNetLearner, TreeKernel, loss_at_r
 from spacy_structpref.trees import SymbolTable
 
 R = (1, 2, 5)
@@ -63,9 +70,11 @@ def main():
     given = {"learner.loss": args.loss, "schedule.epochs": args.epochs, "learner.kernel.lam": args.lam}
     overrides = {key: value for key, value in given.items() if value is not None}
 
-    def make_learner(seed: int):
-        """The config's learner, seeded (one subset each), and its schedule, with the command line's overrides."""
-        return learner_from_config(config_path, {**overrides, "learner.seed": seed})
+    def make_learner(seed: int, batched: bool = True):
+        """The config's learner, seeded (one subset each), and its schedule, with the command line's
+        overrides; ``batched=False``: a recursive net node by node."""
+        return learner_from_config(config_path, {**overrides, "learner.seed": seed,
+                                                 **({} if batched else {"learner.batched": False})})
 
     train = ptb_trees("train")
     if args.subsets * args.size > len(train):
@@ -88,35 +97,50 @@ def main():
           + (", one learner per foot class" if args.specialise else "")
           + (f", stopping early on {len(valid_trees)} dev sentences" if validation else ""))
 
-    print(f"{'subset':>6s} {'sets':>6s} {'updates':>8s} {'support':>8s} {'train s':>8s} "
-          f"{'eval s':>7s} " + " ".join(f"{'L' + str(r):>6s}" for r in R))
-    results = []
+    # a recursive net is also trained node by node, at the same seed: its reference implementation
+    variants = [True, False] if isinstance(first, RecursiveNetLearner) else [True]
+    print(f"{'subset':>6s} {'net':>7s} {'sets':>6s} {'updates':>8s} {'support':>8s} {'train s':>8s} "
+          f"{'epochs s':>8s} {'eval s':>7s} " + " ".join(f"{'L' + str(r):>6s}" for r in R))
+    results = {batched: [] for batched in variants}
+    seconds = {batched: [0.0, 0.0] for batched in variants}  # fit, and its epochs' gradient steps
     for k in range(args.subsets):
         subset = train[k * args.size:(k + 1) * args.size]
         sets = preference_sets_of(subset, inventory)
-        prototype, schedule = make_learner(k)
-        # the kernel's table for the candidate DAGs (the recursive net reads any table)
-        symbols = (prototype.kernel.symbols if isinstance(prototype, KernelPerceptron)
-                   else SymbolTable())
-        t0 = time.perf_counter()
-        trained, scorer = fit_attachment_learner(prototype, schedule, sets, symbols, reduced, args.specialise,
-                                                 validation)
-        learners = list(trained.learners.values()) if args.specialise else [trained]
-        t1 = time.perf_counter()
-        # evaluation sets are built one at a time, straight into hash-consed DAGs:
-        # all of them at once take gigabytes
-        L = loss_at_r([scorer(s.dag(symbols, reduced), s.foot) for s in evaluation], eval_gold, R)
-        t2 = time.perf_counter()
-        results.append(L)
-        updates, support = ((sum(x.n_updates for x in learners), sum(x.n_support for x in learners))
-                            if isinstance(prototype, KernelPerceptron) else ("-", "-"))
-        print(f"{k:6d} {len(sets):6d} {updates:>8} {support:>8} {t1 - t0:8.1f} "
-              f"{t2 - t1:7.1f} " + " ".join(f"{100 * L[r]:6.2f}" for r in R), flush=True)
-    for r in R:
-        values = [100 * L[r] for L in results]
-        spread = statistics.stdev(values) if len(values) > 1 else 0.0
-        print(f"L_{r}: {statistics.mean(values):.2f} ± {spread:.2f} % (mean ± std over "
-              f"{len(values)} subsets of {args.size} sentences)")
+        for batched in variants:
+            prototype, schedule = make_learner(k, batched)
+            # the kernel's table for the candidate DAGs (the recursive net reads any table)
+            symbols = (prototype.kernel.symbols if isinstance(prototype, KernelPerceptron)
+                       else SymbolTable())
+            t0 = time.perf_counter()
+            trained, scorer = fit_attachment_learner(prototype, schedule, sets, symbols, reduced, args.specialise,
+                                                     validation)
+            learners = list(trained.learners.values()) if args.specialise else [trained]
+            t1 = time.perf_counter()
+            # evaluation sets are built one at a time, straight into hash-consed DAGs:
+            # all of them at once take gigabytes
+            L = loss_at_r([scorer(s.dag(symbols, reduced), s.foot) for s in evaluation], eval_gold, R)
+            t2 = time.perf_counter()
+            results[batched].append(L)
+            epochs = sum(sum(x.log.seconds[-1:]) for x in learners)
+            seconds[batched][0] += t1 - t0
+            seconds[batched][1] += epochs
+            updates, support = ((sum(x.n_updates for x in learners), sum(x.n_support for x in learners))
+                                if isinstance(prototype, KernelPerceptron) else ("-", "-"))
+            print(f"{k:6d} {'batched' if batched else 'nodes':>7s} {len(sets):6d} {updates:>8} {support:>8} "
+                  f"{t1 - t0:8.1f} {epochs:8.1f} {t2 - t1:7.1f} " + " ".join(f"{100 * L[r]:6.2f}" for r in R),
+                  flush=True)
+    for batched in variants:
+        for r in R:
+            values = [100 * L[r] for L in results[batched]]
+            spread = statistics.stdev(values) if len(values) > 1 else 0.0
+            print(f"L_{r}: {statistics.mean(values):.2f} ± {spread:.2f} % (mean ± std over "
+                  f"{len(values)} subsets of {args.size} sentences"
+                  + ("" if len(variants) == 1 else ", batched net" if batched else ", net node by node") + ")")
+    if len(variants) == 2:
+        (fit_s, epochs_s), (fit_nodes, epochs_nodes) = seconds[True], seconds[False]
+        print(f"rnn training: {fit_s:.1f} s (node by node: {fit_nodes:.1f} s), speed-up {fit_nodes / fit_s:.1f}")
+        print(f"rnn epochs' gradient steps: {epochs_s:.1f} s (node by node: {epochs_nodes:.1f} s), "
+              f"speed-up {epochs_nodes / epochs_s:.1f}")
 
 
 if __name__ == "__main__":

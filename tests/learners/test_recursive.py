@@ -39,7 +39,7 @@ def test_learns_attachment(tmp_path, ptb_inventory_300, attachment_sets):
                   schedule=Schedule(epochs=4, optimizer=Adam(0.01)))
     # (the same sums in another order: float32 rounding drifts slowly over the epochs)
     assert by_dags.log.losses[0] == pytest.approx(learner.log.losses[0], rel=1e-5)
-    np.testing.assert_allclose(by_dags.log.losses, learner.log.losses, rtol=2e-3)
+    np.testing.assert_allclose(by_dags.log.losses, learner.log.losses, rtol=5e-3)
     for c, d in zip(dev[:20], candidates_and_gold(ptb_trees("dev")[:10], inventory, symbols)[0]):
         np.testing.assert_allclose(learner.utilities(d), learner.utilities(c), rtol=1e-5, atol=1e-6)
     L = loss_at_r([learner.utilities(c) for c in dev], dev_gold, r=(1, 5))
@@ -122,3 +122,29 @@ def test_early_stopping_keeps_the_best_validation_epoch(ptb_inventory_300):
         Schedule(patience=-1)
     with pytest.raises(StructPrefError, match="validation is"):
         fit(net(), train, train_gold, validation=(val,), schedule=schedule(1))
+
+
+def test_batched_and_node_by_node_nets_train_alike_and_share_saves(ptb_inventory_300):
+    """The batched network (float32, level by level) and its node-by-node
+    reference (double precision) take the same steps from the same seed,
+    up to float32 rounding, and read each other's saves; weights of another
+    dtype are refused."""
+    from thinc.api import Model
+
+    symbols = SymbolTable()
+    train, gold = candidates_and_gold(ptb_trees("train")[:12], ptb_inventory_300, symbols)
+    nets = [fit(RecursiveNetLearner(width=6, seed=2, batched=batched), train, gold,
+                schedule=Schedule(epochs=3, batch_size=8, optimizer=Adam(0.01))) for batched in (True, False)]
+    np.testing.assert_allclose(nets[0].log.losses, nets[1].log.losses, rtol=1e-3)
+    for cands in train[:10]:
+        np.testing.assert_allclose(nets[0].utilities(cands), nets[1].utilities(cands), rtol=1e-3, atol=1e-3)
+    slow = RecursiveNetLearner(width=6, batched=False).from_bytes(nets[0].to_bytes())
+    assert slow.model.get_param("E").dtype == np.float32
+    for cands in train[:10]:
+        np.testing.assert_allclose(slow.utilities(cands), nets[0].utilities(cands), rtol=1e-5, atol=1e-6)
+    half = RecursiveNetLearner(width=6).from_bytes(nets[0].to_bytes())
+    model: Model = half.model
+    for name in model.param_names:
+        model.set_param(name, model.get_param(name).astype(np.float16))
+    with pytest.raises(StructPrefError, match="float16"):
+        RecursiveNetLearner(width=6).from_bytes(half.to_bytes())

@@ -1,6 +1,7 @@
 """The recursive neural network over trees and DAGs (Menchetti et al. 2005,
 §4): hand-computed values, hash-consed DAG = separate trees, gradients against
-finite differences, and clear errors."""
+finite differences, the batched passes (float32, level by level) against the
+node-by-node reference (double precision) on random DAGs, and clear errors."""
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -12,15 +13,15 @@ from spacy_structpref.errors import StructPrefError
 from spacy_structpref.learners import RecursiveNetLearner, Schedule, fit
 from spacy_structpref.learners.recursive import set_losses
 from spacy_structpref.trees import TreeSetDAG
-from spacy_structpref.models.recursive import (UNKNOWN, WORD, WORD_KEY, RecursiveNet, build_label_dag,
-                                               concat_label_dags, label_vocab)
+from spacy_structpref.models.recursive import (UNKNOWN, WORD, WORD_KEY, LabelDAG, RecursiveNet, build_label_dag,
+                                               concat_label_dags, label_vocab, node_states)
 from spacy_structpref.trees import SymbolTable
 
 from tests.helpers.strategies import trees
 
 
-def network(vocab, width=4, max_children=3, scale=0.5, seed=0, dtype="f"):
-    model = RecursiveNet(width, max_children, len(vocab) + 2, init_scale=scale, seed=seed).initialize()
+def network(vocab, width=4, max_children=3, scale=0.5, seed=0, dtype="f", batched=True):
+    model = RecursiveNet(width, max_children, len(vocab) + 2, init_scale=scale, seed=seed, batched=batched).initialize()
     for name in ("E", "W", "b", "o"):
         model.set_param(name, model.get_param(name).astype(dtype))
     return model
@@ -102,13 +103,14 @@ def test_label_dags_from_tree_set_dags_and_by_concatenation(sets, max_children, 
         build_label_dag(dag_sets, vocab, max_children, share=False)
 
 
+@pytest.mark.parametrize("batched", [True, False])
 @pytest.mark.parametrize("loss", ["setwise", "pairwise"])
-def test_gradients_match_finite_differences(loss):
+def test_gradients_match_finite_differences(loss, batched):
     sets = [[Tree.fromstring("(S (NP (DT a) (NN b)) (VP (VB c)))"), Tree.fromstring("(S (NP (DT a)) (VP (VB c) (NP (NN b))))")],
             [Tree.fromstring("(NP (NP (NN a)) (PP (IN b) (NP (NN c))))"), Tree.fromstring("(NP (NN a))"), "NP"]]
     gold = [1, 0]
     vocab = label_vocab(sets)
-    model = network(vocab, width=3, max_children=2, dtype="float64")
+    model = network(vocab, width=3, max_children=2, dtype="float64", batched=batched)
     dag = build_label_dag(sets, vocab, 2)
 
     def objective():
@@ -166,3 +168,94 @@ def test_log_p_input_with_zero_scale_is_the_plain_network():
     _, backprop = scaled.begin_update(dag)
     backprop(np.array([1.0, 0.0], dtype="f"))
     assert scaled.get_grad("v")[0] == pytest.approx(2 * -3.0 + 1)
+
+
+def label_dag(labels, children, roots, set_starts, width, log_p=None):
+    """A LabelDAG of nodes given children first, its levels by height."""
+    heights = []
+    for kids in children:
+        heights.append(max((heights[c] + 1 for c in kids), default=0))
+    table = np.full((len(labels), width), -1, dtype=np.int64)
+    for i, kids in enumerate(children):
+        table[i, :len(kids)] = kids
+    heights = np.asarray(heights, dtype=np.int64)
+    levels = [np.flatnonzero(heights == h) for h in range(heights.max(initial=-1) + 1)]
+    return LabelDAG(np.asarray(labels, dtype=np.int64), table, levels, np.asarray(roots, dtype=np.int64),
+                    np.asarray(set_starts, dtype=np.int64), None if log_p is None else np.asarray(log_p))
+
+
+@st.composite
+def random_dags(draw):
+    """Random label DAGs: every node's children among the nodes before it
+    (shared by several parents, at one or several positions, repeated),
+    roots anywhere (a root may be another's child, or a root twice)."""
+    n_labels, width = draw(st.integers(2, 6)), draw(st.integers(1, 4))
+    n = draw(st.integers(1, 25))
+    children = [draw(st.lists(st.integers(0, i - 1), max_size=width)) if i else [] for i in range(n)]
+    labels = draw(st.lists(st.integers(0, n_labels - 1), min_size=n, max_size=n))
+    roots = draw(st.lists(st.integers(0, n - 1), min_size=1, max_size=8))
+    cut = draw(st.integers(0, len(roots)))
+    log_p = draw(st.lists(st.floats(-20, 0), min_size=len(roots), max_size=len(roots)))
+    return n_labels, width, label_dag(labels, children, roots, [0, cut, len(roots)], width, log_p)
+
+
+def passes(model, dag, d_scores):
+    """Scores and every parameter's gradient after one backward pass."""
+    for name in model.param_names:
+        if model.has_grad(name):
+            model.set_grad(name, np.zeros_like(model.get_grad(name)))
+    scores, backprop = model.begin_update(dag)
+    backprop(np.asarray(d_scores))
+    return np.asarray(scores), {name: model.get_grad(name).copy() for name in model.param_names}
+
+
+def assert_batched_equals_node_by_node(dag, n_labels, width, log_p_input=False, d_scores=None, state=4):
+    models = [RecursiveNet(state, width, n_labels, init_scale=0.8, seed=3, log_p_input=log_p_input,
+                           log_p_a=0.5, log_p_b=1.0, batched=batched).initialize() for batched in (True, False)]
+    assert all(m.get_param("E").dtype == np.float32 for m in models)
+    if d_scores is None:
+        d_scores = np.random.default_rng(len(dag.roots)).normal(size=len(dag.roots))
+    (fast, grads), (slow, reference) = (passes(m, dag, d_scores) for m in models)
+    assert fast.dtype == np.float32
+    np.testing.assert_allclose(fast, slow, rtol=1e-5, atol=1e-5)
+    assert set(grads) == set(reference) == ({"E", "W", "b", "o", "v"} if log_p_input else {"E", "W", "b", "o"})
+    for name, grad in grads.items():
+        assert grad.dtype == np.float32
+        np.testing.assert_allclose(grad, reference[name], rtol=1e-4, atol=1e-5, err_msg=name)
+
+
+@settings(max_examples=80, deadline=None)
+@given(random_dags(), st.booleans())
+def test_batched_passes_equal_node_by_node_on_random_dags(drawn, log_p_input):
+    n_labels, width, dag = drawn
+    assert_batched_equals_node_by_node(dag, n_labels, width, log_p_input)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.lists(trees(), min_size=1, max_size=4), min_size=1, max_size=4), st.integers(1, 4))
+def test_batched_passes_equal_node_by_node_on_tree_sets(sets, max_children):
+    vocab = label_vocab(sets)
+    dag = concat_label_dags([build_label_dag([s], vocab, max_children) for s in sets])
+    assert_batched_equals_node_by_node(dag, len(vocab) + 2, max_children, state=5)
+
+
+def test_batched_passes_by_hand():
+    """Leaves 0, 1; node 2 = (0, 1); node 3 = (1, 0, 0); node 4 = (2, 3, 1):
+    child 0 is shared at positions 0, 1 and 2, node 1 at 0, 1 and 2; roots 4,
+    2 (a child of 4) and 4 again."""
+    dag = label_dag([1, 0, 2, 2, 1], [[], [], [0, 1], [1, 0, 0], [2, 3, 1]], [4, 2, 4], [0, 2, 3], 3)
+    assert_batched_equals_node_by_node(dag, 3, 3, d_scores=[1.0, -2.0, 0.5])
+    model = RecursiveNet(2, 3, 3, init_scale=0.8, seed=1).initialize()
+    E, W, b = (model.get_param(n).astype(float) for n in ("E", "W", "b"))
+    u = {0: np.tanh(b + E[1]), 1: np.tanh(b + E[0])}
+    u[2] = np.tanh(b + E[2] + W[0] @ u[0] + W[1] @ u[1])
+    u[3] = np.tanh(b + E[2] + W[0] @ u[1] + W[1] @ u[0] + W[2] @ u[0])
+    u[4] = np.tanh(b + E[1] + W[0] @ u[2] + W[1] @ u[3] + W[2] @ u[1])
+    np.testing.assert_allclose(node_states(model, dag), np.stack([u[i] for i in range(5)]), rtol=1e-5)
+
+
+def test_levels_must_put_nodes_above_their_children():
+    dag = label_dag([0, 1], [[], [0]], [1], [0, 1], 1)
+    dag.levels = [np.array([0, 1])]  # the child on its parent's level
+    with pytest.raises(StructPrefError, match="above its children"):
+        RecursiveNet(2, 1, 2).initialize().predict(dag)

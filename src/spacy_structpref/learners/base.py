@@ -177,7 +177,9 @@ class Learner(ABC):
 
     def prepare(self, sets: Sequence[Sequence]) -> Sequence:
         """The sets in a form ``update`` and ``set_utilities`` take, made once
-        for the epochs that use them (by default, the sets as they are)."""
+        for the epochs that use them (by default, the sets as they are).
+        ``fit`` prepares the sets before ``initialize``, which takes them
+        prepared."""
         return sets
 
     def set_utilities(self, sets: Sequence[Sequence]) -> List[np.ndarray]:

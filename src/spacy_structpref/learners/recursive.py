@@ -29,10 +29,12 @@ import numpy as np
 from thinc.api import Model, Optimizer
 
 from ..errors import SavedModelError, StructPrefError
-from ..models.recursive import (LabelDAG, RecursiveNet, build_label_dag, concat_label_dags,
+from ..models.recursive import (CandidateArrays, LabelDAG, LabelDAGBuilder, RecursiveNet, concat_label_dags,
                                 label_vocab)
 from ..models.weights import check_finite_weights, model_weights
-from .base import Parts, PreferenceLearner, TrainingLog, candidate_list, check_loss, check_no_keys, teaching_sets
+from ..trees import TreeSetDAG
+from .base import (Parts, PreferenceLearner, Subsequence, TrainingLog, candidate_list, check_loss, check_no_keys,
+                   set_sizes, teaching_sets)
 
 
 def set_losses(scores: np.ndarray, set_starts: np.ndarray, gold: Sequence[Optional[int]],
@@ -63,42 +65,67 @@ def set_losses(scores: np.ndarray, set_starts: np.ndarray, gold: Sequence[Option
 
 
 class PreparedSets(SequenceABC):
-    """Preference sets as the label DAGs of a recursive net, one per set
-    (what :meth:`RecursiveNetLearner.prepare` makes: each set hash-consed
-    once for every epoch)."""
+    """Preference sets prepared for a recursive net (what
+    :meth:`RecursiveNetLearner.prepare` makes), each read when first used
+    (a TreeSetDAG kept as its CandidateArrays, a few kilobytes; trees as
+    they are) and hash-consed into a label DAG over the net's vocabulary
+    when first indexed, both kept for every epoch. ``initialize`` may make
+    the vocabulary from them, so sets built on access are built once."""
 
-    def __init__(self, dags: Sequence[LabelDAG]):
-        self.dags = list(dags)
+    def __init__(self, learner: "RecursiveNetLearner", sets: Sequence[Sequence]):
+        self.learner, self.sets = learner, sets
+        self._sizes = set_sizes(sets)  # asked for at every minibatch
+        self._read: List[Optional[Tuple[object, Optional[np.ndarray]]]] = [None] * len(sets)
+        self._dags: List[Optional[LabelDAG]] = [None] * len(sets)
+        self._builder = None  # the learner's builder the DAGs were made with
 
     def __len__(self) -> int:
-        return len(self.dags)
+        return len(self._sizes)
 
     def __getitem__(self, i):
-        return PreparedSets(self.dags[i]) if isinstance(i, slice) else self.dags[i]
+        if isinstance(i, slice):
+            return PreparedSets(self.learner, Subsequence(self.sets, range(len(self))[i]))
+        if self._builder is not self.learner._builder:  # a new vocabulary: made afresh
+            self._dags, self._builder = [None] * len(self), self.learner._builder
+        if self._dags[i] is None:
+            self._dags[i] = self.learner._label_dag([self._item(i)])
+        return self._dags[i]
+
+    def _item(self, i: int) -> Tuple[object, Optional[np.ndarray]]:
+        if self._read[i] is None:
+            self._read[i] = _prepared(self.sets[i])
+        return self._read[i]
+
+    def candidates(self, i: int):
+        """Set i's candidates as prepared (trees, CandidateArrays or a label DAG)."""
+        return self._item(i)[0]
 
     def sizes(self) -> List[int]:
-        return [len(dag.roots) for dag in self.dags]
+        return self._sizes
 
 
 class RecursiveNetLearner(PreferenceLearner):
     """Trains a recursive network on preference sets of trees; same
     interface as the kernel perceptron. Trained by :func:`.training.fit`,
     its schedule gives the optimizer (``configs/learners/rnn.cfg`` has the
-    tuned Adam)."""
+    tuned Adam). ``batched=False`` runs the network node by node (the slow
+    reference of its batched passes: same weights, same saves)."""
 
     def __init__(self, width: int = 25, max_children: int = 15, loss: str = "setwise", seed: int = 0,
-                 log_p_input: bool = False, log_p_a: float = 1.0, log_p_b: float = 0.0, min_word_sets: int = 0):
+                 log_p_input: bool = False, log_p_a: float = 1.0, log_p_b: float = 0.0, min_word_sets: int = 0,
+                 batched: bool = True):
         check_loss(loss)
         if min_word_sets < 0:
             raise StructPrefError(f"min_word_sets must be >= 0 (0: no word inputs), got {min_word_sets}")
         self.width, self.max_children, self.loss, self.seed = width, max_children, loss, seed
         self.log_p_input, self.log_p_a, self.log_p_b = bool(log_p_input), float(log_p_a), float(log_p_b)
-        self.min_word_sets = min_word_sets
+        self.min_word_sets, self.batched = min_word_sets, bool(batched)
         # the weights to predict with, (node id, name) -> array, once training chose them
         # (an optimizer's averages, the best validation epoch's); None: the model's own
         self._kept: Optional[Dict[Tuple[int, str], np.ndarray]] = None
         self.vocab: Optional[Dict[str, int]] = None
         self.model: Optional[Model] = None
+        self._builder: Optional[LabelDAGBuilder] = None  # label DAGs over the vocabulary
         self.log = TrainingLog()
 
     def clone(self, seed: Optional[int] = None) -> "RecursiveNetLearner":
@@ -106,15 +133,23 @@ class RecursiveNetLearner(PreferenceLearner):
         this one's seed)."""
         return type(self)(self.width, self.max_children, self.loss, seed=self.seed if seed is None else seed,
                           log_p_input=self.log_p_input, log_p_a=self.log_p_a, log_p_b=self.log_p_b,
-                          min_word_sets=self.min_word_sets)
+                          min_word_sets=self.min_word_sets, batched=self.batched)
 
     def _set_dag(self, candidates) -> LabelDAG:
         """One set's label DAG (a prepared set is one already)."""
         return candidates if isinstance(candidates, LabelDAG) else self._dag([candidate_list(candidates)])
 
     def _dag(self, sets) -> LabelDAG:
-        trees, log_p = zip(*map(_split_scored, sets)) if len(sets) else ((), ())
-        dag = build_label_dag(trees, self.vocab, self.max_children)
+        return self._label_dag([_split_scored(s) for s in sets])
+
+    def _label_dag(self, sets: Sequence[Tuple[object, Optional[np.ndarray]]]) -> LabelDAG:
+        """One label DAG of sets given as ``(candidates, log_p or None)``
+        (a set that is a label DAG already is its own)."""
+        self._trained("call initialize first")
+        if len(sets) == 1 and isinstance(sets[0][0], LabelDAG):
+            return sets[0][0]
+        trees, log_p = zip(*sets) if len(sets) else ((), ())
+        dag = self._builder.build(trees)
         if self.log_p_input:
             if any(lp is None for lp in log_p):
                 raise StructPrefError("this network takes the parser's log p as an input: give "
@@ -125,11 +160,13 @@ class RecursiveNetLearner(PreferenceLearner):
     def _new_model(self) -> None:
         self._kept = None
         self.model = self._network()
+        self._builder = LabelDAGBuilder(self.vocab, self.max_children)
 
     def _network(self) -> Model:
         """A freshly initialized network of this learner's shape and label vocabulary."""
         return RecursiveNet(self.width, self.max_children, len(self.vocab) + 2, seed=self.seed,
-                            log_p_input=self.log_p_input, log_p_a=self.log_p_a, log_p_b=self.log_p_b).initialize()
+                            log_p_input=self.log_p_input, log_p_a=self.log_p_a, log_p_b=self.log_p_b,
+                            batched=self.batched).initialize()
 
     def _trained(self, why: str) -> Model:
         if self.model is None:
@@ -152,16 +189,20 @@ class RecursiveNetLearner(PreferenceLearner):
             sets, gold, order = teaching_sets(sets, gold)
         if not order:
             raise StructPrefError("no preference set with a correct candidate and a rival")
-        self.vocab = label_vocab((_split_scored(candidate_list(sets[i]))[0] for i in order),
-                                 self.min_word_sets)
+        candidates = (sets.candidates if isinstance(sets, PreparedSets)
+                      else lambda i: _split_scored(candidate_list(sets[i]))[0])
+        if any(isinstance(candidates(i), LabelDAG) for i in order):
+            raise StructPrefError("label DAGs carry no labels to make a vocabulary of: initialize with the sets")
+        self.vocab = label_vocab((candidates(i) for i in order), self.min_word_sets)
         self._new_model()
         self.log = TrainingLog()
         return self
 
     def prepare(self, sets: Sequence[Sequence]) -> PreparedSets:
-        """Each set hash-consed into a label DAG (a minibatch concatenates them)."""
-        self._trained("call initialize first")
-        return PreparedSets([self._set_dag(sets[i]) for i in range(len(sets))])
+        """Each set to be read once and hash-consed into a label DAG when
+        first used (a minibatch concatenates them); ``initialize`` may come
+        after, with the prepared sets."""
+        return PreparedSets(self, sets if isinstance(sets, SequenceABC) else list(sets))
 
     def update(self, sets: Sequence[Sequence], gold: Sequence[Optional[int]],
                keys: Optional[Sequence[Hashable]] = None, *, ids: Optional[Sequence[Hashable]] = None,
@@ -188,7 +229,7 @@ class RecursiveNetLearner(PreferenceLearner):
     def _step(self, set_dags: List[LabelDAG], gold: List[int], sgd: Optional[Optimizer]) -> float:
         dag = concat_label_dags(set_dags)
         scores, backprop = self.model.begin_update(dag)
-        loss, d_scores = set_losses(scores, dag.set_starts, gold, self.loss)
+        loss, d_scores = set_losses(self.model.ops.to_numpy(scores), dag.set_starts, gold, self.loss)
         backprop(d_scores / len(set_dags))
         if sgd is not None:
             self.finish_update(sgd)
@@ -219,7 +260,7 @@ class RecursiveNetLearner(PreferenceLearner):
         if not len(candidates):
             return np.zeros(0)
         with self._averaged():
-            return np.asarray(model.predict(self._dag([candidates])), dtype=np.float64)
+            return np.asarray(model.ops.to_numpy(model.predict(self._dag([candidates]))), dtype=np.float64)
 
     def set_utilities(self, sets: Sequence[Sequence]) -> List[np.ndarray]:
         """U(x) of every candidate of each set, the sets scored as one DAG."""
@@ -228,7 +269,7 @@ class RecursiveNetLearner(PreferenceLearner):
             return []
         dag = concat_label_dags([self._set_dag(sets[i]) for i in range(len(sets))])
         with self._averaged():
-            scores = np.asarray(model.predict(dag), dtype=np.float64)
+            scores = np.asarray(model.ops.to_numpy(model.predict(dag)), dtype=np.float64)
         starts = dag.set_starts
         return [scores[starts[s]:starts[s + 1]] for s in range(len(sets))]
 
@@ -245,7 +286,7 @@ class RecursiveNetLearner(PreferenceLearner):
             return np.zeros((0, self.width))
         dag = self._dag([candidates])
         with self._averaged():
-            return np.asarray(node_states(model, dag)[dag.roots], dtype=np.float64)
+            return np.asarray(model.ops.to_numpy(node_states(model, dag))[dag.roots], dtype=np.float64)
 
     # -- saving ---------------------------------------------------------------
     def _parts(self) -> Parts:
@@ -297,6 +338,10 @@ class RecursiveNetLearner(PreferenceLearner):
         if after != before:
             raise SavedModelError(f"the saved weights have the shapes {after}, the network its cfg describes "
                                   f"{before}: the cfg and the weights come from different saves")
+        dtypes = {str(node.get_param(name).dtype) for node in model.walk() for name in node.param_names}
+        if not dtypes <= {"float32", "float64"}:
+            raise SavedModelError(f"the saved weights are {', '.join(sorted(dtypes))}: the network computes in "
+                                  "float32 (or float64), not in those")
         check_finite_weights(type(self).__name__, model_weights(model))
         self.model, self._kept = model, None  # the loaded weights are the ones to predict with
 
@@ -304,6 +349,15 @@ class RecursiveNetLearner(PreferenceLearner):
 def _param_shapes(model: Model) -> list:
     return [(node.name, name, node.get_param(name).shape) for node in model.walk()
             for name in node.param_names if node.has_param(name)]
+
+
+def _prepared(candidates) -> Tuple[object, Optional[np.ndarray]]:
+    """``(candidates, log_p)`` of a set as :class:`PreparedSets` keeps it: a
+    TreeSetDAG as its CandidateArrays, a label DAG as it is."""
+    if isinstance(candidates, LabelDAG):
+        return candidates, None
+    trees, log_p = _split_scored(candidate_list(candidates))
+    return (CandidateArrays.of(trees) if isinstance(trees, TreeSetDAG) else trees), log_p
 
 
 def _split_scored(candidates) -> Tuple[Sequence, Optional[np.ndarray]]:

@@ -79,14 +79,15 @@ def perceptron_config(kernel: dict) -> dict:
 @registry.misc("spacy_structpref.RecursiveNetLearner.v1")
 def make_recursive_net_learner(width: int = 25, max_children: int = 15, loss: str = "setwise", seed: int = 0,
                                log_p_input: bool = False, log_p_a: float = 1.0, log_p_b: float = 0.0,
-                               min_word_sets: int = 0) -> "RecursiveNetLearner":
+                               min_word_sets: int = 0, batched: bool = True) -> "RecursiveNetLearner":
     """``log_p_input``: the parser's ``log_p_a·log p + log_p_b`` as an input (reranking);
     ``min_word_sets``: words found in at least that many training sets are
-    inputs of their own (0: every word is one WORD input)."""
+    inputs of their own (0: every word is one WORD input); ``batched=False``:
+    the network node by node (the slow reference)."""
     from .recursive import RecursiveNetLearner
 
     return RecursiveNetLearner(width, max_children, loss=loss, seed=seed, log_p_input=log_p_input,
-                               log_p_a=log_p_a, log_p_b=log_p_b, min_word_sets=min_word_sets)
+                               log_p_a=log_p_a, log_p_b=log_p_b, min_word_sets=min_word_sets, batched=batched)
 
 
 @registry.misc("spacy_structpref.Schedule.v1")

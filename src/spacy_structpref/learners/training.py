@@ -106,11 +106,12 @@ def _fit(learner, sets, gold, keys, schedule: Schedule, validation) -> None:
 
 def _fit_one(learner, sets, gold, schedule: Schedule, validation) -> None:
     sets, gold, order = teaching_sets(sets, gold)
+    # each set prepared once for every epoch, and for initialize (sets built on access are built once)
+    sets = learner.prepare(sets)
     if not learner.initialized:
         learner.initialize(sets, gold)
-    # the sets that can teach, each prepared once for every epoch, with an identity of its own
-    sets = learner.prepare(Subsequence(sets, order))
-    gold = [gold[i] for i in order]
+    # the sets that can teach, each with an identity of its own
+    sets, gold = Subsequence(sets, order), [gold[i] for i in order]
     ids = [object() for _ in gold]
     score = _scorer(learner, validation)
 

@@ -6,9 +6,14 @@
 
 ``order`` lists the node ids children first (e.g. level by level);
 children rows are left-packed, ``-1`` padded. Everything is double
-precision; the Python side converts and checks shapes and ids."""
+precision; the Python side converts and checks shapes and ids.
+
+``NodeTable`` hash-conses the label DAG's nodes, and ``level_plan`` lays a
+DAG out for the batched passes of ``recursive.py``."""
 import numpy as np
 from libc.math cimport tanh
+from libc.stdint cimport uint64_t
+from libc.stdlib cimport free, malloc, realloc
 
 
 def forward(const long[::1] order, const long[::1] labels, const long[:, ::1] children,
@@ -95,3 +100,309 @@ cdef void _backward(const long[::1] order, const long[::1] labels, const long[:,
                     dw[l] += g * u[l]
                 for l in range(H):
                     du[l] += g * w[l]
+
+
+def level_plan(const long[:, ::1] children, const long[::1] heights, long n_levels):
+    """The layout of the batched passes. Rows: the nodes ordered by height,
+    and within a height by falling number of children (counted up to the
+    first -1), by a counting sort. Pairs: the distinct (child, position)
+    pairs of the DAG's edges, ordered by position, then child row (so by
+    the child's height). Returns ``(order, position, fills, pair_child,
+    pair_bounds, pair_of)``: ``order[r]`` the node of row r, ``position``
+    its inverse, ``fills[h, k]`` the number of height-h rows with more than
+    k children (k below the largest number of children), ``pair_child``
+    each pair's child row, ``pair_bounds[k, h]`` the first pair of position
+    k whose child has height h or more, ``pair_of[k, r]`` the pair of row
+    r's k-th edge (-1: none); None when a child is not below its parent."""
+    cdef Py_ssize_t n = children.shape[0], K = children.shape[1]
+    n_kids_arr = np.zeros(n, dtype=np.int_)
+    cdef long[::1] n_kids = n_kids_arr
+    cdef Py_ssize_t i, k, width = 0
+    with nogil:
+        for i in range(n):
+            k = 0
+            while k < K and children[i, k] >= 0:
+                k += 1
+            n_kids[i] = k
+            if k > width:
+                width = k
+    order_arr = np.empty(n, dtype=np.int32)
+    position_arr = np.empty(n, dtype=np.int32)
+    child_arr = np.full((width, n), -1, dtype=np.int32)
+    fills_arr = np.zeros((n_levels, width), dtype=np.int_)
+    start_arr = np.zeros(n_levels * (width + 1) + 1, dtype=np.int_)
+    pair_of_arr = np.full((width, n), -1, dtype=np.int32)
+    pair_child_arr = np.empty(int(np.count_nonzero(np.asarray(children)[:, :width] >= 0)), dtype=np.int32)
+    pair_bounds_arr = np.zeros((width, n_levels + 1), dtype=np.int_)
+    cdef int[::1] order = order_arr, position = position_arr, pair_child = pair_child_arr
+    cdef int[::1] pair_at = np.empty(n, dtype=np.int32)
+    cdef int[:, ::1] child = child_arr, pair_of = pair_of_arr
+    cdef long[:, ::1] fills = fills_arr, pair_bounds = pair_bounds_arr
+    cdef long[::1] start = start_arr
+    cdef long n_pairs
+    with nogil:
+        n_pairs = _level_plan(children, heights, n_kids, width, order, position, child, fills, start)
+        if n_pairs >= 0:
+            n_pairs = _pairs(child, heights, order, pair_of, pair_child, pair_bounds, pair_at)
+    if n_pairs < 0:
+        return None
+    return order_arr, position_arr, fills_arr, pair_child_arr[:n_pairs], pair_bounds_arr, pair_of_arr
+
+
+cdef long _level_plan(const long[:, ::1] children, const long[::1] heights, const long[::1] n_kids,
+                      Py_ssize_t width, int[::1] order, int[::1] position, int[:, ::1] child,
+                      long[:, ::1] fills, long[::1] start) noexcept nogil:
+    cdef Py_ssize_t n = children.shape[0], n_levels = fills.shape[0]
+    cdef Py_ssize_t i, k, r, key
+    cdef long v, c
+    # bucket (height, width - children): the rows of a height, most children first
+    for i in range(n):
+        if heights[i] < 0 or heights[i] >= n_levels:
+            return -1
+        start[heights[i] * (width + 1) + width - n_kids[i] + 1] += 1
+        for k in range(n_kids[i]):
+            fills[heights[i], k] += 1
+    for key in range(1, start.shape[0]):
+        start[key] += start[key - 1]
+    for i in range(n):
+        key = heights[i] * (width + 1) + width - n_kids[i]
+        order[start[key]] = <int>i
+        position[i] = <int>start[key]
+        start[key] += 1
+    for r in range(n):
+        v = order[r]
+        for k in range(n_kids[v]):
+            c = children[v, k]
+            if heights[c] >= heights[v]:
+                return -1
+            child[k, r] = position[c]
+    return 0
+
+
+cdef long _pairs(const int[:, ::1] child, const long[::1] heights, const int[::1] order, int[:, ::1] pair_of,
+                 int[::1] pair_child, long[:, ::1] pair_bounds, int[::1] pair_at) noexcept nogil:
+    """Number the distinct (child, position) pairs (``pair_at``: scratch)."""
+    cdef Py_ssize_t width = child.shape[0], n = child.shape[1], n_levels = pair_bounds.shape[1] - 1
+    cdef Py_ssize_t k, r, h
+    cdef long n_pairs = 0
+    cdef int c
+    for k in range(width):
+        # pair_at[c]: the pair of row c as a k-th child (-1: none; 0 before numbering: used)
+        for r in range(n):
+            pair_at[r] = -1
+        for r in range(n):
+            c = child[k, r]
+            if c >= 0:
+                pair_at[c] = 0
+        h = 0
+        for r in range(n):
+            while h <= heights[order[r]]:
+                pair_bounds[k, h] = n_pairs
+                h += 1
+            if pair_at[r] == 0:
+                pair_child[n_pairs] = <int>r
+                pair_at[r] = <int>n_pairs
+                n_pairs += 1
+        while h <= n_levels:
+            pair_bounds[k, h] = n_pairs
+            h += 1
+        for r in range(n):
+            c = child[k, r]
+            if c >= 0:
+                pair_of[k, r] = pair_at[c]
+    return n_pairs
+
+
+cdef class NodeTable:
+    """Label-DAG nodes ``(label, children)`` hash-consed (open addressing
+    over the node rows; ``share=False`` keeps every node apart), each with
+    its height. ``node`` adds one node; ``add_dag`` maps the nodes of a
+    TreeSetDAG that its roots reach through per-production templates (the
+    label id, the numbers of kept child slots and of subtree slots among
+    them, and per slot -1 for a subtree or the label id of a leaf) and
+    returns the roots' nodes."""
+    cdef long* labels
+    cdef long* kids
+    cdef long* heights
+    cdef long* slots
+    cdef Py_ssize_t n, cap, K, mask
+    cdef bint share
+
+    def __cinit__(self, Py_ssize_t max_children, bint share=True):
+        self.K, self.share, self.n, self.cap, self.mask = max_children, share, 0, 256, 511
+        self.labels = <long*>malloc(sizeof(long) * self.cap)
+        self.kids = <long*>malloc(sizeof(long) * self.cap * self.K)
+        self.heights = <long*>malloc(sizeof(long) * self.cap)
+        self.slots = <long*>malloc(sizeof(long) * (self.mask + 1))
+        if self.labels == NULL or self.kids == NULL or self.heights == NULL or self.slots == NULL:
+            raise MemoryError()
+        cdef Py_ssize_t i
+        for i in range(self.mask + 1):
+            self.slots[i] = -1
+
+    def __dealloc__(self):
+        free(self.labels)
+        free(self.kids)
+        free(self.heights)
+        free(self.slots)
+
+    def __len__(self):
+        return self.n
+
+    cdef uint64_t _hash(self, long label, const long* children, Py_ssize_t n_kids) noexcept nogil:
+        cdef uint64_t h = <uint64_t>(label + 1) * 0x9E3779B97F4A7C15ULL
+        cdef Py_ssize_t j
+        for j in range(n_kids):
+            h = (h ^ <uint64_t>(children[j] + 1)) * 0xBF58476D1CE4E5B9ULL
+        return h ^ (h >> 31)
+
+    cdef int _grow(self) noexcept nogil:
+        cdef Py_ssize_t cap = self.cap * 2, i, slot
+        cdef long* labels = <long*>realloc(self.labels, sizeof(long) * cap)
+        if labels == NULL:
+            return -1
+        self.labels = labels
+        cdef long* kids = <long*>realloc(self.kids, sizeof(long) * cap * self.K)
+        if kids == NULL:
+            return -1
+        self.kids = kids
+        cdef long* heights = <long*>realloc(self.heights, sizeof(long) * cap)
+        if heights == NULL:
+            return -1
+        self.heights, self.cap = heights, cap
+        # the slots stay at most half full
+        cdef long* slots = <long*>realloc(self.slots, sizeof(long) * cap * 2)
+        if slots == NULL:
+            return -1
+        self.slots, self.mask = slots, cap * 2 - 1
+        for i in range(self.mask + 1):
+            self.slots[i] = -1
+        for i in range(self.n):
+            slot = self._hash(self.labels[i], &self.kids[i * self.K], self._n_kids(i)) & self.mask
+            while self.slots[slot] >= 0:
+                slot = (slot + 1) & self.mask
+            self.slots[slot] = i
+        return 0
+
+    cdef Py_ssize_t _n_kids(self, Py_ssize_t i) noexcept nogil:
+        cdef Py_ssize_t j = 0
+        while j < self.K and self.kids[i * self.K + j] >= 0:
+            j += 1
+        return j
+
+    cdef long intern(self, long label, const long* children, Py_ssize_t n_kids) noexcept nogil:
+        """The node's id (new if unseen, or always without sharing); -1: out of memory."""
+        cdef Py_ssize_t slot = 0, j
+        cdef long found, height = 0
+        cdef bint same
+        if self.share:
+            slot = self._hash(label, children, n_kids) & self.mask
+            while self.slots[slot] >= 0:
+                found = self.slots[slot]
+                same = self.labels[found] == label and (n_kids == self.K or self.kids[found * self.K + n_kids] < 0)
+                j = 0
+                while same and j < n_kids:
+                    same = self.kids[found * self.K + j] == children[j]
+                    j += 1
+                if same:
+                    return found
+                slot = (slot + 1) & self.mask
+        if self.n == self.cap:
+            if self._grow() < 0:
+                return -1
+            if self.share:
+                slot = self._hash(label, children, n_kids) & self.mask
+                while self.slots[slot] >= 0:
+                    slot = (slot + 1) & self.mask
+        for j in range(self.K):
+            self.kids[self.n * self.K + j] = children[j] if j < n_kids else -1
+            if j < n_kids and self.heights[children[j]] >= height:
+                height = self.heights[children[j]] + 1
+        self.labels[self.n], self.heights[self.n] = label, height
+        if self.share:
+            self.slots[slot] = self.n
+        self.n += 1
+        return self.n - 1
+
+    def node(self, long label, children) -> int:
+        """The id of the node ``(label, children)`` (at most max_children node ids)."""
+        cdef long buf[64]
+        cdef Py_ssize_t j, n_kids = len(children)
+        if n_kids > self.K or n_kids > 64:
+            raise ValueError(f"{n_kids} children, at most {self.K}")
+        for j in range(n_kids):
+            buf[j] = children[j]
+            if not 0 <= buf[j] < self.n:
+                raise ValueError(f"no node {buf[j]}")
+        cdef long found = self.intern(label, buf, n_kids)
+        if found < 0:
+            raise MemoryError()
+        return found
+
+    def add_dag(self, const int[::1] prod, const int[::1] kid_off, const int[::1] kids, const long[::1] roots,
+                const long[::1] tmpl_label, const long[::1] tmpl_n, const long[::1] tmpl_kept,
+                const long[:, ::1] tmpl_slots):
+        """The nodes of a TreeSetDAG (``dag_arrays()``) that ``roots`` reach
+        through kept subtree slots, children first; returns the roots' ids."""
+        cdef Py_ssize_t n_dag = prod.shape[0]
+        used_arr = np.zeros(n_dag, dtype=np.uint8)
+        mapped_arr = np.full(n_dag, -1, dtype=np.int_)
+        out_arr = np.empty(roots.shape[0], dtype=np.int_)
+        cdef unsigned char[::1] used = used_arr
+        cdef long[::1] mapped = mapped_arr, out = out_arr
+        cdef long buf[64]
+        cdef Py_ssize_t d, j, s, sub, cnt, i
+        cdef long p, slot, leaf
+        cdef int failed = 0
+        if self.K > 64:
+            raise ValueError("at most 64 children")
+        with nogil:
+            for i in range(roots.shape[0]):
+                used[roots[i]] = 1
+            for d in range(n_dag - 1, -1, -1):
+                if used[d]:
+                    for j in range(tmpl_kept[prod[d]]):
+                        used[kids[kid_off[d] + j]] = 1
+            for d in range(n_dag):
+                if not used[d]:
+                    continue
+                p = prod[d]
+                sub, cnt = kid_off[d], 0
+                for s in range(tmpl_n[p]):
+                    slot = tmpl_slots[p, s]
+                    if slot < 0:
+                        buf[cnt] = mapped[kids[sub]]
+                        sub += 1
+                    else:
+                        leaf = self.intern(slot, buf, 0)
+                        if leaf < 0:
+                            failed = 1
+                            break
+                        buf[cnt] = leaf
+                    cnt += 1
+                mapped[d] = self.intern(tmpl_label[p], buf, cnt)
+                if failed or mapped[d] < 0:
+                    failed = 1
+                    break
+            for i in range(roots.shape[0]):
+                out[i] = mapped[roots[i]]
+        if failed:
+            raise MemoryError()
+        return out_arr
+
+    def arrays(self):
+        """``(labels, children, heights)`` of the nodes so far, as numpy
+        arrays; children as wide as the most children of a node."""
+        cdef Py_ssize_t i, j, width = 0
+        for i in range(self.n):
+            width = max(width, self._n_kids(i))
+        labels = np.empty(self.n, dtype=np.int64)
+        children = np.empty((self.n, width), dtype=np.int64)
+        heights = np.empty(self.n, dtype=np.int64)
+        cdef long[::1] lab = labels, hei = heights
+        cdef long[:, ::1] kid = children
+        for i in range(self.n):
+            lab[i], hei[i] = self.labels[i], self.heights[i]
+            for j in range(width):
+                kid[i, j] = self.kids[i * self.K + j]
+        return labels, children, heights

@@ -21,12 +21,19 @@ training starts from the parser's own ranking (scaled by ``a``).
 The input is a :class:`LabelDAG`: the candidates of one or more preference
 sets hash-consed into distinct subtrees, so a subtree shared by many
 candidates (most of them, in a set) is computed once, forward and backward.
-Nodes are processed level by level (leaves first), node by node in Cython
-(``_recursive.pyx``, double precision; states and gradients come back in
-the parameters' dtype).
+Nodes are processed level by level (leaves first), all the nodes of a level
+at once: one matrix product per child position, in the parameters' dtype
+(float32), through the model's Thinc ops (numpy, or cupy on a GPU); the
+gradient is backpropagation through structure (Goller & Küchler 1996) over
+the DAG, as Costa et al. (2003) train their recursive network on the
+candidate trees of incremental parsing. ``W_k u(c)`` is computed once per
+distinct (child, position) pair, however many parents share it. The
+node-by-node passes in Cython (``_recursive.pyx``, double precision;
+``batched=False``) are the slow reference they are tested against.
 """
 from collections import Counter
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Dict, List, Optional, Sequence
 
 import numpy as np
@@ -48,7 +55,7 @@ class LabelDAG:
     and each set's range of candidates."""
 
     labels: np.ndarray        # (N,) int
-    children: np.ndarray      # (N, K) int, -1 padded, children left-packed
+    children: np.ndarray      # (N, K) int, -1 padded, children left-packed (K: at most the net's max_children)
     levels: List[np.ndarray]  # node ids of height 0, 1, ...
     roots: np.ndarray         # (n_candidates,) int
     set_starts: np.ndarray    # (n_sets + 1,) int
@@ -58,7 +65,7 @@ class LabelDAG:
     def n_nodes(self) -> int:
         return len(self.labels)
 
-    @property
+    @cached_property
     def heights(self) -> np.ndarray:
         h = np.zeros(self.n_nodes, dtype=np.int64)
         for height, level in enumerate(self.levels):
@@ -66,20 +73,40 @@ class LabelDAG:
         return h
 
 
+@dataclass
+class CandidateArrays:
+    """A :class:`~..trees.TreeSetDAG`'s node arrays and roots
+    (``dag_arrays()``) without its Python structures: what a label DAG and
+    a label vocabulary are made from, in a few kilobytes a set."""
+
+    symbols: object           # the SymbolTable of the productions
+    productions: np.ndarray   # (n,) int32: each DAG node's production
+    kid_off: np.ndarray       # (n + 1,) int32: offsets of its node children in kids
+    kids: np.ndarray          # int32 node children
+    roots: np.ndarray         # (n_trees,) int: each tree's root node
+
+    @classmethod
+    def of(cls, dag: TreeSetDAG) -> "CandidateArrays":
+        return cls(dag.symbols, *dag.dag_arrays(), np.asarray(dag.roots, dtype=np.int_))
+
+    def __len__(self) -> int:
+        return len(self.roots)
+
+
 WORD_KEY = "\x00"  # vocabulary keys of words start with it: no node label does
 
 
 def label_vocab(sets, min_word_sets: int = 0) -> Dict[str, int]:
     """Ids of the node labels of the candidates of ``sets`` (lists of nltk
-    Trees or :class:`~..trees.TreeSetDAG` sets), after the reserved
+    Trees, :class:`~..trees.TreeSetDAG` sets or their CandidateArrays), after the reserved
     UNKNOWN and WORD; with ``min_word_sets`` > 0, then of the words (leaves
     under a preterminal) found in at least that many sets, keyed
     ``WORD_KEY + word``."""
     labels, words = set(), Counter()
     for cands in sets:
-        if isinstance(cands, TreeSetDAG):
+        if isinstance(cands, (TreeSetDAG, CandidateArrays)):
             symbols = cands.symbols
-            prods = [symbols.productions[p] for p in cands.productions]
+            prods = [symbols.productions[p] for p in np.unique(cands.productions).tolist()]
             labels.update(symbols.labels[label] for label, _ in prods)
             if min_word_sets > 0:
                 words.update({symbols.words[-syms[0] - 1] for _, syms in prods
@@ -110,106 +137,97 @@ def _leaf_id(vocab: Dict[str, int], leaf: str, is_word: bool) -> int:
 
 def build_label_dag(sets: Sequence[Sequence[Tree]], vocab: Dict[str, int],
                     max_children: int, share: bool = True) -> LabelDAG:
-    """Hash-cons the candidates of ``sets`` (each a list of nltk Trees or a
-    :class:`~..trees.TreeSetDAG`; ``share=False`` keeps every node
+    """Hash-cons the candidates of ``sets`` (each a list of nltk Trees, a
+    :class:`~..trees.TreeSetDAG` or its CandidateArrays; ``share=False`` keeps every node
     separate: the same network values, for checking). A word in the
     vocabulary gets its own id; any other leaf string that is a known label
     (a node kept as a bare label by tree reduction) gets that label, any
     other leaf the WORD label; unseen labels get UNKNOWN; children past
     ``max_children`` are pruned."""
-    ids: Dict[tuple, int] = {}
-    labels: List[int] = []
-    kids: List[tuple] = []
-    heights: List[int] = []
+    return LabelDAGBuilder(vocab, max_children).build(sets, share)
 
-    def node(label: int, children: tuple) -> int:
-        key = (label, children)
-        found = ids.get(key) if share else None
-        if found is not None:
-            return found
-        height = 0
-        for c in children:
-            if heights[c] >= height:
-                height = heights[c] + 1
-        labels.append(label)
-        kids.append(children)
-        heights.append(height)
-        if share:
-            ids[key] = len(labels) - 1
-        return len(labels) - 1
 
-    # per production of a SymbolTable: (label id, per kept child slot None for a
-    # subtree or the label id of a leaf, number of subtree slots kept)
-    templates: Dict[tuple, tuple] = {}
+class LabelDAGBuilder:
+    """:func:`build_label_dag` over one vocabulary, keeping per SymbolTable
+    the templates of its productions (extended as the table grows), so that
+    a learner builds each set's DAG without looking at its productions
+    again."""
 
-    def template(symbols, p: int) -> tuple:
-        found = templates.get((id(symbols), p))
-        if found is None:
+    def __init__(self, vocab: Dict[str, int], max_children: int):
+        self.vocab, self.max_children = vocab, max_children
+        # id(SymbolTable) -> (the table, per production: whether its template is made, its label id,
+        # number of kept child slots, of subtree slots among them, and the slots)
+        self._templates: Dict[int, tuple] = {}
+
+    def _templates_of(self, symbols, prod: np.ndarray) -> tuple:
+        """Per production of the table: its label id, its number of kept
+        child slots and of subtree slots among them, and per slot -1 for a
+        subtree or the label id of a leaf; made for the productions of
+        ``prod`` that have none yet."""
+        _, made, *arrays = self._templates.get(id(symbols), (symbols, np.zeros(0, dtype=bool)))
+        if len(made) < len(symbols.productions):
+            size = max(len(symbols.productions), 2 * len(made))
+            grown = [np.zeros(size, dtype=bool), np.zeros(size, dtype=np.int_), np.zeros(size, dtype=np.int_),
+                     np.zeros(size, dtype=np.int_), np.zeros((size, self.max_children), dtype=np.int_)]
+            for new, old in zip(grown, [made, *arrays]):
+                new[:len(old)] = old
+            made, *arrays = grown
+        missing = np.unique(prod[~made[prod]]) if len(prod) else prod
+        labels, n_slots, kept, slots = arrays
+        for p in missing.tolist():
             label, syms = symbols.productions[p]
             word = _is_preterminal_production(syms)
-            slots = tuple(None if sym >= 0 else _leaf_id(vocab, symbols.words[-sym - 1], word)
-                          for sym in syms[:max_children])
-            found = templates[id(symbols), p] = (vocab.get(symbols.labels[label], UNKNOWN), slots,
-                                                 sum(slot is None for slot in slots))
-        return found
+            row = [-1 if sym >= 0 else _leaf_id(self.vocab, symbols.words[-sym - 1], word)
+                   for sym in syms[:self.max_children]]
+            labels[p], n_slots[p], kept[p] = self.vocab.get(symbols.labels[label], UNKNOWN), len(row), row.count(-1)
+            slots[p, :len(row)] = row
+        made[missing] = True
+        self._templates[id(symbols)] = (symbols, made, *arrays)
+        return tuple(arrays)
 
-    def visit(t, is_word: bool = False) -> int:
-        if not isinstance(t, Tree):
-            return node(_leaf_id(vocab, t, is_word), ())
-        children = tuple(visit(c, len(t) == 1) for c in t[:max_children])
-        return node(vocab.get(t.label(), UNKNOWN), children)
+    def build(self, sets: Sequence[Sequence[Tree]], share: bool = True) -> LabelDAG:
+        """The label DAG of ``sets`` (see :func:`build_label_dag`)."""
+        from ._recursive import NodeTable
 
-    def dag_roots(dag: TreeSetDAG) -> List[int]:
-        # DAG ids are topological (children first): one pass down marks the
-        # subtrees that pruning keeps, one pass up maps each of them once
-        symbols, node_kids = dag.symbols, dag.children
-        shapes = [template(symbols, p) for p in dag.productions]
-        n = len(shapes)
-        used = [False] * n
-        for r in dag.roots:
-            used[r] = True
-        for d in range(n - 1, -1, -1):
-            if used[d]:
-                for c in node_kids[d][:shapes[d][2]]:
-                    used[c] = True
-        mapped = [-1] * n
-        for d in range(n):
-            if not used[d]:
-                continue
-            label, slots, kept = shapes[d]
-            if kept == len(slots):  # subtrees only
-                children = tuple([mapped[c] for c in node_kids[d][:kept]])
+        vocab, max_children = self.vocab, self.max_children
+        table = NodeTable(max_children, share)
+
+        def visit(t, is_word: bool = False) -> int:
+            if not isinstance(t, Tree):
+                return table.node(_leaf_id(vocab, t, is_word), ())
+            return table.node(vocab.get(t.label(), UNKNOWN), [visit(c, len(t) == 1) for c in t[:max_children]])
+
+        roots, set_starts = [], [0]
+        for cands in sets:
+            if isinstance(cands, (TreeSetDAG, CandidateArrays)):
+                if not share:
+                    raise StructPrefError("share=False needs the candidates as trees, not a TreeSetDAG")
+                if isinstance(cands, TreeSetDAG):
+                    cands = CandidateArrays.of(cands)
+                prod, dag_roots = cands.productions, cands.roots
+                if dag_roots.size and not 0 <= dag_roots.min() <= dag_roots.max() < len(prod):
+                    raise StructPrefError("the TreeSetDAG's roots must be its nodes")
+                roots.extend(table.add_dag(prod, cands.kid_off, cands.kids, dag_roots,
+                                           *self._templates_of(cands.symbols, prod)).tolist())
             else:
-                below = iter(node_kids[d])
-                children = tuple([mapped[next(below)] if slot is None else node(slot, ())
-                                  for slot in slots])
-            mapped[d] = node(label, children)
-        return [mapped[r] for r in dag.roots]
-
-    roots, set_starts = [], [0]
-    for cands in sets:
-        if isinstance(cands, TreeSetDAG):
-            if not share:
-                raise StructPrefError("share=False needs the candidates as trees, not a TreeSetDAG")
-            roots.extend(dag_roots(cands))
-        else:
-            roots.extend(visit(t) for t in cands)
-        set_starts.append(len(roots))
-    children = np.full((len(labels), max_children), -1, dtype=np.int64)
-    for i, c in enumerate(kids):
-        children[i, :len(c)] = c
-    return _label_dag(np.asarray(labels, dtype=np.int64), children,
-                      np.asarray(heights, dtype=np.int64), np.asarray(roots, dtype=np.int64),
-                      np.asarray(set_starts, dtype=np.int64))
+                roots.extend(visit(t) for t in cands)
+            set_starts.append(len(roots))
+        labels, children, heights = table.arrays()
+        return _label_dag(labels, children, heights, np.asarray(roots, dtype=np.int64),
+                          np.asarray(set_starts, dtype=np.int64))
 
 
 def concat_label_dags(parts: Sequence[LabelDAG]) -> LabelDAG:
     """One DAG holding the sets of every part, in order (no sharing across
     parts): a minibatch from sets converted once each. Log probabilities
     are carried when every part has them."""
-    offsets = np.cumsum([0] + [p.n_nodes for p in parts])
-    children = np.concatenate([np.where(p.children >= 0, p.children + o, -1)
-                               for p, o in zip(parts, offsets)])
+    sizes = [p.n_nodes for p in parts]
+    offsets = np.cumsum([0] + sizes)
+    width = max((p.children.shape[1] for p in parts), default=0)
+    children = np.concatenate([p.children if p.children.shape[1] == width else
+                               np.pad(p.children, ((0, 0), (0, width - p.children.shape[1])), constant_values=-1)
+                               for p in parts]) if parts else np.zeros((0, 0), dtype=np.int64)
+    children = np.where(children >= 0, children + np.repeat(offsets[:-1], sizes)[:, None], -1)
     heights = np.concatenate([p.heights for p in parts])
     roots = np.concatenate([p.roots + o for p, o in zip(parts, offsets)])
     starts = np.cumsum([0] + [len(p.roots) for p in parts])
@@ -232,9 +250,12 @@ def _label_dag(labels, children, heights, roots, set_starts, log_p=None) -> Labe
 @registry.architectures("spacy_structpref.RecursiveNet.v1")
 def RecursiveNet(width: int = 25, max_children: int = 15, n_labels: int = 2,
                  init_scale: float = 0.01, seed: int = 0, log_p_input: bool = False,
-                 log_p_a: float = 1.0, log_p_b: float = 0.0) -> Model[LabelDAG, np.ndarray]:
+                 log_p_a: float = 1.0, log_p_b: float = 0.0, batched: bool = True) -> Model[LabelDAG, np.ndarray]:
     """Utilities ``U(x)`` (one per candidate) of a :class:`LabelDAG`;
-    ``log_p_input`` adds ``v·(log_p_a·log p + log_p_b)`` (the DAG must carry ``log_p``)."""
+    ``log_p_input`` adds ``v·(log_p_a·log p + log_p_b)`` (the DAG must carry
+    ``log_p``). ``batched=False`` computes node by node in double precision
+    (the slow reference of the batched passes; the weights and their saves
+    are the same)."""
     if width < 1 or max_children < 1 or n_labels < 2 or init_scale <= 0:
         raise StructPrefError("RecursiveNet needs width >= 1, max_children >= 1, n_labels >= 2 "
                               f"and init_scale > 0, got {width}, {max_children}, {n_labels}, "
@@ -242,7 +263,7 @@ def RecursiveNet(width: int = 25, max_children: int = 15, n_labels: int = 2,
     params = {"E": None, "W": None, "b": None, "o": None}
     if log_p_input:
         params["v"] = None
-    return Model("recursive_net", _forward, init=_init, params=params,
+    return Model("recursive_net", _forward if batched else _forward_node_by_node, init=_init, params=params,
                  dims={"nO": width, "nK": max_children, "nV": n_labels},
                  attrs={"init_scale": init_scale, "seed": seed, "log_p_input": bool(log_p_input),
                         "log_p_a": float(log_p_a), "log_p_b": float(log_p_b)})
@@ -253,29 +274,24 @@ def _init(model: Model, X=None, Y=None) -> Model:
     rng = np.random.default_rng(model.attrs["seed"])
     s = model.attrs["init_scale"]
     for name, shape in (("E", (V, H)), ("W", (K, H, H)), ("b", (H,)), ("o", (H,))):
-        model.set_param(name, rng.uniform(-s, s, shape).astype("f"))
+        model.set_param(name, model.ops.asarray(rng.uniform(-s, s, shape).astype("f")))
     if model.attrs["log_p_input"]:
-        model.set_param("v", np.ones(1, dtype="f"))
+        model.set_param("v", model.ops.asarray(np.ones(1, dtype="f")))
     return model
 
 
-def node_states(model: Model, dag: LabelDAG) -> np.ndarray:
-    """The state ``u(v)`` of every node of the DAG, one row each (the
-    candidates' root states ``[dag.roots]`` are the adaptive representation
-    of Menchetti et al. 2005, §6.3.3: Table 4 and Fig. 2)."""
-    return _node_states(model, dag).astype(model.get_param("E").dtype, copy=False)
+def node_states(model: Model, dag: LabelDAG):
+    """The state ``u(v)`` of every node of the DAG, one row each, on the
+    model's device (the candidates' root states ``[dag.roots]`` are the
+    adaptive representation of Menchetti et al. 2005, §6.3.3: Table 4 and
+    Fig. 2)."""
+    plan = _LevelPlan(dag, model)
+    return model.ops.xp.take(_level_states(model, plan)[0], plan.position, axis=0)
 
 
-def _order(dag: LabelDAG) -> np.ndarray:
-    """Node ids, children before parents."""
-    return np.ascontiguousarray(np.concatenate(dag.levels) if dag.levels else np.zeros(0), dtype=np.int_)
-
-
-def _node_states(model: Model, dag: LabelDAG) -> np.ndarray:
-    """Every node's state, in double precision, after checking the DAG's ids."""
-    from ._recursive import forward
-
-    E, W, b = (model.get_param(n) for n in ("E", "W", "b"))
+def _check_dag(model: Model, dag: LabelDAG) -> None:
+    """Clear errors for a DAG that does not fit the network (ids, shapes, levels)."""
+    E, W = model.get_param("E"), model.get_param("W")
     if dag.labels.size and not 0 <= dag.labels.min() <= dag.labels.max() < E.shape[0]:
         raise StructPrefError(f"label ids {int(dag.labels.min())}–{int(dag.labels.max())} are outside the "
                               f"network's {E.shape[0]} labels: build the DAG with the network's vocabulary")
@@ -287,8 +303,176 @@ def _node_states(model: Model, dag: LabelDAG) -> np.ndarray:
     order = _order(dag)
     if len(order) != dag.n_nodes or (len(order) and not 0 <= order.min() <= order.max() < dag.n_nodes):
         raise StructPrefError("the DAG's levels must hold every node once")
+    if dag.roots.size and not 0 <= dag.roots.min() <= dag.roots.max() < dag.n_nodes:
+        raise StructPrefError("the DAG's roots must be node ids")
+
+
+def _order(dag: LabelDAG) -> np.ndarray:
+    """Node ids, children before parents."""
+    return np.ascontiguousarray(np.concatenate(dag.levels) if dag.levels else np.zeros(0), dtype=np.int_)
+
+
+class _LevelPlan:
+    """A DAG laid out for the batched passes (every node of a height at
+    once, heights bottom up: our batching of the network's recursion).
+    Rows: the nodes in height order, in a height by falling number of
+    children, so that the rows with a k-th child are a prefix of their
+    height. Pairs: the distinct (child, position k) pairs, ``W_k u(child)``
+    each computed once however many parents share it (hash-consed DAGs
+    share children widely). Index arrays are int32 on the model's device.
+
+    ``position[v]``: node v's row; ``labels`` per row; ``levels``: per
+    height ``(start, end, fill, blocks)``, ``fill[k]`` the number of its rows
+    with a k-th child, ``blocks``: ``(k, a, b)``, the pairs ``a:b`` of
+    position k whose child has this height; ``pair_of[k, r]``: the pair of
+    row r's k-th edge; ``pair_child``: each pair's child row;
+    ``positions``: ``(k, a, b)``, the pairs of each position; ``roots``:
+    each candidate's root row."""
+
+    def __init__(self, dag: LabelDAG, model: Model):
+        from ._recursive import level_plan
+
+        _check_dag(model, dag)
+        heights = dag.heights
+        plan = level_plan(np.ascontiguousarray(dag.children, dtype=np.int_), heights, len(dag.levels))
+        if plan is None:
+            raise StructPrefError("the DAG's levels must put every node above its children")
+        order, position, fills, pair_child, bounds, pair_of = plan
+        ends = np.bincount(heights, minlength=len(dag.levels)).cumsum()
+        bounds = bounds.tolist()
+        self.levels = [(int(end - len(level)), int(end), [int(m) for m in fill if m],
+                        [(k, b[h], b[h + 1]) for k, b in enumerate(bounds) if b[h + 1] > b[h]])
+                       for h, (level, end, fill) in enumerate(zip(dag.levels, ends, fills))]
+        self.positions = [(k, b[0], b[-1]) for k, b in enumerate(bounds)]
+        ops = model.ops
+        self.position = ops.asarray(position)
+        self.labels = ops.asarray(dag.labels[order], dtype="int32")
+        self.pair_of = ops.asarray(pair_of)
+        self.pair_child = ops.asarray(pair_child)
+        self.roots = ops.asarray(position[dag.roots])
+
+
+# products of at most this many multiply-adds go to numpy's BLAS on a CPU: it runs
+# them on one thread, at a fraction of the fixed cost of a BLIS call; larger ones
+# would be split across threads, which contend on a loaded machine
+_SMALL_PRODUCT = 1 << 18
+
+
+def _gemm(ops, dtype):
+    """``ops.gemm``, except for double weights (Thinc's BLIS kernel takes
+    float32 only) and for small products on a CPU: those through the
+    array module."""
+    def dot(x, y, out=None, trans1=False, trans2=False):
+        x, y = (x.T if trans1 else x), (y.T if trans2 else y)
+        return ops.xp.dot(x, y) if out is None else ops.xp.dot(x, y, out=out)
+
+    if dtype != np.float32:
+        return dot
+    if ops.xp is not np:
+        return ops.gemm
+
+    def gemm(x, y, out=None, trans1=False, trans2=False):
+        rows, inner = x.shape[::-1] if trans1 else x.shape
+        small = rows * inner * y.shape[0 if trans2 else 1] <= _SMALL_PRODUCT
+        return (dot if small else ops.gemm)(x, y, out=out, trans1=trans1, trans2=trans2)
+
+    return gemm
+
+
+def _level_states(model: Model, plan: _LevelPlan):
+    """Every row's state, and per pair its child's state and ``W_k u(child)``:
+    per height the pre-activations ``ω_0 + Ω z(label)`` plus the products of
+    the rows' edges (one gather per child position), then tanh (Menchetti et
+    al. 2005, eq. 5), then one product ``U_children W_kᵀ`` per child
+    position over the pairs whose child has that height."""
+    xp = model.ops.xp
+    E, W, b = (model.get_param(n) for n in ("E", "W", "b"))
+    gemm = _gemm(model.ops, E.dtype)
+    U = xp.take(E, plan.labels, axis=0)
+    U += b
+    n_pairs = len(plan.pair_child)
+    child_states = xp.empty((n_pairs, U.shape[1]), dtype=U.dtype)
+    products = xp.empty_like(child_states)
+    for start, end, fill, blocks in plan.levels:
+        pre = U[start:end]
+        for k, m in enumerate(fill):
+            pre[:m] += xp.take(products, plan.pair_of[k, start:start + m], axis=0)
+        xp.tanh(pre, out=pre)
+        for k, a, b in blocks:
+            xp.take(U, plan.pair_child[a:b], axis=0, out=child_states[a:b])
+            gemm(child_states[a:b], W[k], out=products[a:b], trans2=True)
+    return U, child_states
+
+
+def _log_p_input(model: Model, dag: LabelDAG, dtype):
+    """``a·log p + b`` of each candidate on the model's device (None: the net has no such input)."""
+    if not model.attrs["log_p_input"]:
+        return None
+    if dag.log_p is None:
+        raise StructPrefError("the network takes a log p input: build the DAG from sets with "
+                              "log probabilities (ScoredTrees)")
+    log_p = model.attrs["log_p_a"] * np.asarray(dag.log_p, dtype=np.float64) + model.attrs["log_p_b"]
+    return model.ops.asarray(log_p, dtype=dtype)
+
+
+def _forward(model: Model, dag: LabelDAG, is_train: bool):
+    """Forward and backward height by height (backpropagation through
+    structure, Goller & Küchler 1996). The backward pass takes the heights
+    top down: the gradients of the pairs whose child has the height go to
+    the children (one product ``dP W_k`` per child position), then the
+    height's gradients at the pre-activations go to its edges' pairs; at
+    the end ``dW_k = dPᵀ U_children`` over each position's pairs."""
+    ops, xp = model.ops, model.ops.xp
+    W, o = model.get_param("W"), model.get_param("o")
+    plan = _LevelPlan(dag, model)
+    gemm = _gemm(ops, W.dtype)
+    U, child_states = _level_states(model, plan)
+    root_states = xp.take(U, plan.roots, axis=0)
+    scores = gemm(root_states, o.reshape(-1, 1)).reshape(-1)
+    log_p_in = _log_p_input(model, dag, W.dtype)
+    if log_p_in is not None:
+        scores = scores + model.get_param("v")[0] * log_p_in
+
+    def backprop(d_scores) -> LabelDAG:
+        d_scores = ops.asarray(d_scores, dtype=W.dtype).reshape(-1, 1)
+        # dX: the gradient at each row's state, then (in place, height by height) at its pre-activation
+        dX = xp.zeros_like(U)
+        ops.scatter_add(dX, plan.roots, xp.ascontiguousarray(d_scores * o))
+        d_pairs = xp.zeros_like(child_states)
+        d_tanh = U * U
+        xp.subtract(1, d_tanh, out=d_tanh)
+        for start, end, fill, blocks in reversed(plan.levels):
+            for k, a, b in blocks:  # a pair's parents are all higher: its gradient is complete
+                ops.scatter_add(dX, plan.pair_child[a:b], gemm(d_pairs[a:b], W[k]))
+            d_pre = dX[start:end]
+            d_pre *= d_tanh[start:end]
+            for k, m in enumerate(fill):
+                ops.scatter_add(d_pairs, plan.pair_of[k, start:start + m], d_pre[:m])
+        dW = xp.zeros_like(W)
+        for k, a, b in plan.positions:
+            if b > a:
+                gemm(d_pairs[a:b], child_states[a:b], out=dW[k], trans1=True)
+        dE = xp.zeros_like(model.get_param("E"))
+        ops.scatter_add(dE, plan.labels, dX)
+        model.inc_grad("E", dE)
+        model.inc_grad("W", dW)
+        model.inc_grad("b", dE.sum(axis=0))
+        model.inc_grad("o", gemm(root_states, d_scores, trans1=True).reshape(-1))
+        if log_p_in is not None:
+            model.inc_grad("v", (log_p_in.reshape(1, -1) @ d_scores).reshape(1))
+        return dag
+
+    return scores, backprop
+
+
+def _node_states(model: Model, dag: LabelDAG) -> np.ndarray:
+    """Every node's state in double precision, node by node (the reference)."""
+    from ._recursive import forward
+
+    _check_dag(model, dag)
+    E, W, b = (model.ops.to_numpy(model.get_param(n)) for n in ("E", "W", "b"))
     U = np.zeros((dag.n_nodes, E.shape[1]), dtype=np.float64)
-    forward(order, np.ascontiguousarray(dag.labels, dtype=np.int_),
+    forward(_order(dag), np.ascontiguousarray(dag.labels, dtype=np.int_),
             np.ascontiguousarray(dag.children, dtype=np.int_), _f64(E), _f64(W), _f64(b), U)
     return U
 
@@ -297,24 +481,23 @@ def _f64(a) -> np.ndarray:
     return np.ascontiguousarray(a, dtype=np.float64)
 
 
-def _forward(model: Model, dag: LabelDAG, is_train: bool):
-    E, W, o = (model.get_param(n) for n in ("E", "W", "o"))
+def _forward_node_by_node(model: Model, dag: LabelDAG, is_train: bool):
+    """The passes node by node in double precision (``_recursive.pyx``):
+    the reference the batched ones are checked against."""
+    ops = model.ops
+    E, W, o = (ops.to_numpy(model.get_param(n)) for n in ("E", "W", "o"))
     U64 = _node_states(model, dag)
     U = U64.astype(E.dtype, copy=False)
     scores = U[dag.roots] @ o
-    log_p_in = None
-    if model.attrs["log_p_input"]:
-        if dag.log_p is None:
-            raise StructPrefError("the network takes a log p input: build the DAG from sets with "
-                                  "log probabilities (ScoredTrees)")
-        log_p_in = (model.attrs["log_p_a"] * np.asarray(dag.log_p, dtype=np.float64)
-                    + model.attrs["log_p_b"]).astype(U.dtype)
-        scores = scores + model.get_param("v")[0] * log_p_in
+    log_p_in = _log_p_input(model, dag, E.dtype)
+    if log_p_in is not None:
+        log_p_in = ops.to_numpy(log_p_in)
+        scores = scores + ops.to_numpy(model.get_param("v"))[0] * log_p_in
 
-    def backprop(d_scores: np.ndarray) -> LabelDAG:
+    def backprop(d_scores) -> LabelDAG:
         from ._recursive import backward
 
-        d_scores = np.asarray(d_scores, dtype=np.float64)
+        d_scores = np.asarray(ops.to_numpy(d_scores), dtype=np.float64)
         dU = np.zeros_like(U64)
         np.add.at(dU, dag.roots, np.outer(d_scores, o))
         dE, dW, db = np.zeros(E.shape), np.zeros(W.shape), np.zeros(W.shape[1])
@@ -322,9 +505,9 @@ def _forward(model: Model, dag: LabelDAG, is_train: bool):
                  np.ascontiguousarray(dag.children, dtype=np.int_), _f64(W), U64, dU, dE, dW, db)
         do = U64[dag.roots].T @ d_scores
         for name, grad in (("E", dE), ("W", dW), ("b", db), ("o", do)):
-            model.inc_grad(name, grad.astype(E.dtype, copy=False))
+            model.inc_grad(name, ops.asarray(grad, dtype=E.dtype))
         if log_p_in is not None:
-            model.inc_grad("v", np.array([d_scores @ log_p_in], dtype=U.dtype))
+            model.inc_grad("v", ops.asarray([d_scores @ log_p_in], dtype=E.dtype))
         return dag
 
-    return scores, backprop
+    return ops.asarray(scores), backprop
