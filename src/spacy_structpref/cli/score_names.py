@@ -13,6 +13,8 @@ SCORE_NAMES = {
     "parse_fallbacks": "PARSE FALLBACKS",
     "parse_too_long": "PARSE TOO LONG",
     "attach_fallbacks": "ATTACH FALLBACKS",
+    "effective_rank": "EFFECTIVE RANK",
+    "rank_share": "RANK SHARE",
 }
 
 

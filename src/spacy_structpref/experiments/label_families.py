@@ -30,7 +30,8 @@ class FamilySettings:
     """How a model is trained on a family task: SGD's learning rate, λ1
     (weight decay on w), λ2 (``nuclear_lambda``), the A learning-rate
     scale, the schedule (``w_epochs`` first, then ``rounds`` of
-    ``a_epochs`` on A and ``w_epochs`` on w) and the batch size."""
+    ``a_epochs`` on A and ``w_epochs`` on w), the number of restarts, the
+    batch size and settings of the DISTRO model (``random_init``, ``rank``)."""
 
     learn_rate: float = 0.1
     lambda1: float = 1.0
@@ -39,6 +40,7 @@ class FamilySettings:
     w_epochs: int = 5
     a_epochs: int = 5
     rounds: int = 5
+    restarts: int = 1
     batch_size: int = 16
     model: Dict[str, object] = field(default_factory=dict)
 
@@ -66,12 +68,11 @@ def train_on_family_task(task: FamilyTask, settings: FamilySettings, *, onehot: 
     nlp = spacy.blank("xx")
     name = FACTORY[task.kind]
     train = task.examples(nlp.vocab, "train")
-    steps_per_epoch = -(-len(train) // settings.batch_size)
     model = {"onehot": onehot, "seed": seed, "tok2vec": {"@architectures": "spacy_structpref.TensorFeatures.v1"},
-             **settings.model}
+             **({} if onehot else settings.model)}
     pipe = nlp.add_pipe(name, config={
         "model": model, "nuclear_lambda": settings.lambda2, "a_learn_rate_scale": settings.a_learn_rate_scale,
-        "w_steps": settings.w_epochs * steps_per_epoch, "a_steps": settings.a_epochs * steps_per_epoch})
+        "w_epochs": settings.w_epochs, "a_epochs": settings.a_epochs, "restarts": 1 if onehot else settings.restarts})
     nlp.config["initialize"]["components"][name] = {"labels": task.labels}  # rare labels may miss in train
     optimizer = nlp.initialize(lambda: train, sgd=SGD(settings.learn_rate, L2=settings.lambda1, grad_clip=0.0))
     rng = random.Random(seed)
