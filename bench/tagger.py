@@ -7,6 +7,14 @@ against their λ2.
     NLTK_DATA=../shared/nltk_data python bench/tagger.py [--rounds 5] [--only ptb|brown|ranks] \
         [--ranks training/run1/model-best training/run2/model-best ...]
 
+``--synthetic`` instead runs the label-family benchmark
+(:mod:`spacy_structpref.experiments.label_families`): DISTRO against the
+one-hot SSVM, same features, SGD and number of epochs, on the generated
+multiclass and sequence tasks of seeds 0, 1, 2, and ends with the line
+``synthetic families: DISTRO X, SSVM Y, gain Z`` (test accuracy in %, the
+mean over both tasks and the seeds). ``--tune`` first reruns the choice of
+the settings on the dev task (seed 100) and uses what it picks.
+
 Everything runs on one core (BLAS threads set to 1). The machine is shared:
 each model is timed ``--rounds`` times, interleaved, and the best round
 counts. The Brown models are initialized (labels and tag dictionary from all
@@ -107,7 +115,13 @@ def main():
     parser.add_argument("--ranks", nargs="*", default=[], help="trained DISTRO pipelines")
     parser.add_argument("--only", choices=("ptb", "brown", "ranks"), default=None,
                         help="time only PTB or only Brown, or nothing (ranks: --ranks only); default: both")
+    parser.add_argument("--synthetic", action="store_true", help="the label-family benchmark only")
+    parser.add_argument("--tune", action="store_true", help="with --synthetic: choose the settings on dev first")
+    parser.add_argument("--seeds", default="0,1,2", help="with --synthetic: the task seeds")
     args = parser.parse_args()
+    if args.synthetic:
+        synthetic_families([int(s) for s in args.seeds.split(",")], args.tune)
+        return
     if args.only in (None, "brown"):
         brown_speed(args.rounds)
     if args.only in (None, "ptb"):
@@ -134,6 +148,37 @@ def ptb_speed(rounds):
         print(f"{name:30s} {n_words / best[name]:10.0f} words/s")
     ratio = best["spaCy tagger (same tok2vec)"] / best["distro (tok2vec)"]
     print(f"ratio distro / spaCy tagger (words/s): {ratio:.3f}")
+
+
+def synthetic_families(seeds, tune):
+    """DISTRO against the SSVM on the generated label-family tasks."""
+    from spacy_structpref.corpora.label_families import KINDS
+    from spacy_structpref.experiments import label_families as lf
+
+    distro, ssvm = [], []
+    for kind in KINDS:
+        chosen = dict(lf.CHOSEN[kind])
+        if tune:
+            grids = {"ssvm": [lf.FamilySettings(lambda1=x) for x in (0.1, 0.3, 1.0, 3.0)],
+                     "distro": [lf.FamilySettings(lambda1=x) for x in (1.0, 3.0)]
+                     + [lf.FamilySettings(lambda2=x) for x in (0.01, 0.1)]}
+            for model, grid in grids.items():
+                runs = lf.choose_on_dev(kind, grid, onehot=model == "ssvm")
+                for settings, run in runs:
+                    print(f"  dev {kind} {model}: lambda1 {settings.lambda1:g}, lambda2 {settings.lambda2:g}: "
+                          f"{run.accuracy:.2f}")
+                chosen[model] = runs[0][0]
+        result = lf.compare_on_family_task(kind, seeds, distro=chosen["distro"], ssvm=chosen["ssvm"])
+        d, s = lf.mean_accuracy(result.distro), lf.mean_accuracy(result.ssvm)
+        print(f"{kind}: DISTRO {d:.2f} (lambda1 {chosen['distro'].lambda1:g}, lambda2 {chosen['distro'].lambda2:g}; "
+              f"effective rank {' '.join(str(r.rank) for r in result.distro)} of {result.distro[0].n_labels}; mean cosine within families "
+              f"{sum(r.cosine_within for r in result.distro) / len(seeds):.2f}, across "
+              f"{sum(r.cosine_across for r in result.distro) / len(seeds):.2f}), "
+              f"SSVM {s:.2f} (lambda1 {chosen['ssvm'].lambda1:g}), gain {d - s:.2f}", flush=True)
+        distro += result.distro
+        ssvm += result.ssvm
+    d, s = lf.mean_accuracy(distro), lf.mean_accuracy(ssvm)
+    print(f"synthetic families: DISTRO {d:.2f}, SSVM {s:.2f}, gain {d - s:.2f}")
 
 
 def print_ranks(paths):

@@ -7,9 +7,8 @@ from spacy.tokens import Doc
 from spacy.training import Example
 
 import spacy_structpref.components.factories  # noqa: F401  (registers the factories)
-from spacy_structpref.cli.label_map import draw_label_map, family_closeness, label_similarity, variant_closeness
+from spacy_structpref.cli.label_map import draw_label_map, label_similarity
 from spacy_structpref.corpora import corpus_docs
-from spacy_structpref.corpora.labels import variant_bases
 from spacy_structpref.errors import StructPrefError
 
 from tests.helpers.fixtures import slow_fixture
@@ -73,49 +72,6 @@ def test_similarity_matrix(model_dir):
     numpy.testing.assert_allclose(numpy.diag(sims), 1.0, atol=1e-5)
     v = tagger.label_vectors
     assert sims[0, 1] == pytest.approx(float(v[labels[0]] @ v[labels[1]]), abs=1e-5)
-
-
-def test_variant_bases():
-    labels = ["NN", "NN-TL", "FW-NN", "FW-NN-TL", "NN-TL-HL", "NN$", "NN$-TL", "VB-NC", "FW-", "-TL"]
-    assert variant_bases(labels) == {"NN-TL": "NN", "FW-NN": "NN", "FW-NN-TL": "NN", "NN-TL-HL": "NN",
-                                     "NN$-TL": "NN$"}
-
-
-def test_variant_closeness_by_hand():
-    labels = ["NN", "NN-TL", "VB", "VB-HL"]
-    sims = numpy.array([[1.0, 0.9, 0.1, 0.0],
-                        [0.9, 1.0, 0.2, 0.95],
-                        [0.1, 0.2, 1.0, 0.3],
-                        [0.0, 0.95, 0.3, 1.0]])
-    c = variant_closeness(labels, sims, variant_bases(labels))
-    # NN-TL: NN (0.9) behind VB-HL (0.95): rank 2; VB-HL: VB (0.3) behind NN-TL (0.95): rank 2
-    assert c["variants"] == 2 and c["nearest"] == 0 and c["within_5"] == 2 and c["median_rank"] == 2
-    assert c["cosine_to_base"] == pytest.approx((0.9 + 0.3) / 2)
-    assert c["cosine_to_others"] == pytest.approx(((0.2 + 0.95) / 2 + (0.0 + 0.95) / 2) / 2)
-    # orthogonal vectors: ties count against the base, which comes last
-    c = variant_closeness(labels, numpy.eye(4), variant_bases(labels))
-    assert c["nearest"] == 0 and c["median_rank"] == 3
-    assert variant_closeness(["NN", "VB"], numpy.eye(2), {}) is None
-
-
-def test_family_closeness_by_hand():
-    labels = ["HUM:ind", "HUM:gr", "LOC:city", "LOC:other", "NUM:date"]
-    sims = numpy.array([[1.0, 0.8, 0.1, 0.0, 0.2],
-                        [0.8, 1.0, 0.9, 0.1, 0.0],
-                        [0.1, 0.9, 1.0, 0.5, 0.0],
-                        [0.0, 0.1, 0.5, 1.0, 0.5],
-                        [0.2, 0.0, 0.0, 0.5, 1.0]])
-    c = family_closeness(labels, sims)
-    # nearest: HUM:ind -> HUM:gr (in); HUM:gr -> LOC:city (out); LOC:city -> HUM:gr (out);
-    # LOC:other -> LOC:city and NUM:date tie at 0.5 (a tie counts against it); NUM:date -> LOC:other (out)
-    assert c["labels"] == 5 and c["families"] == 3 and c["nearest_in_family"] == 1
-    assert c["chance"] == pytest.approx(4 / 20)
-    assert c["cosine_within"] == pytest.approx((0.8 + 0.5) / 2)
-    # across: HUM x LOC (0.1, 0.0, 0.9, 0.1), HUM x NUM (0.2, 0.0), LOC x NUM (0.0, 0.5)
-    assert c["cosine_across"] == pytest.approx((0.1 + 0.0 + 0.9 + 0.1 + 0.2 + 0.0 + 0.0 + 0.5) / 8)
-    # no family, or no family of two: nothing to measure
-    assert family_closeness(["NN", "VB", "JJ"], numpy.eye(3)) is None
-    assert family_closeness(["A:x", "B:y", "C:z"], numpy.eye(3)) is None
 
 
 def test_brown_tags_with_dollars_draw(tmp_path):

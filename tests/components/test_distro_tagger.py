@@ -180,3 +180,115 @@ def test_distro_tagger_before_initialize_says_so():
     nlp.add_pipe("distro_tagger")
     with pytest.raises(TaggerError, match="not initialized: call nlp.initialize"):
         nlp("The dog barks")
+
+
+def _family_tagger(nlp, **config):
+    model = {"tok2vec": {"@architectures": "spacy_structpref.TensorFeatures.v1"}, **config.pop("model", {})}
+    return nlp.add_pipe("distro_tagger", config={"model": model, **config})
+
+
+def _family_examples(nlp, n=12):
+    from spacy_structpref.corpora.label_families import family_task
+
+    task = family_task("sequence", 0, n_families=3, n_members=2, member_weights=(1, 1), width=6,
+                       train_size=8 * n, test_size=1)
+    return task.examples(nlp.vocab, "train")
+
+
+def test_phases_in_epochs():
+    """w_epochs = 1, a_epochs = 2: epoch 0 on w, epochs 1-2 on A, epoch 3 on w
+    (an epoch: the 12 examples initialize saw, here in batches of 4)."""
+    nlp = spacy.blank("xx")
+    tagger = _family_tagger(nlp, w_epochs=1, a_epochs=2, nuclear_lambda=0.0)
+    train = _family_examples(nlp)
+    opt = nlp.initialize(lambda: train)
+    assert tagger.cfg["epoch_size"] == 12
+    for epoch in range(4):
+        for i in range(0, 12, 4):
+            A = tagger.label_matrix.copy()
+            WT = tagger.model.get_ref("weights").get_param("WT").copy()
+            nlp.update(train[i:i + 4], sgd=opt)
+            a_moved = not numpy.array_equal(A, tagger.label_matrix)
+            w_moved = not numpy.array_equal(WT, tagger.model.get_ref("weights").get_param("WT"))
+            assert (a_moved, w_moved) == ((False, True) if epoch in (0, 3) else (True, False)), (epoch, i)
+    assert tagger.epoch == 3 and tagger.n_docs == 48
+
+
+def _params(model):
+    return [node.get_param(name).copy() for node in model.walk() for name in node.param_names
+            if node.has_param(name)]
+
+
+def _train_family(restarts, seed, train, epochs=3):
+    from thinc.api import SGD
+
+    nlp = spacy.blank("xx")
+    tagger = _family_tagger(nlp, w_epochs=1, a_epochs=1, restarts=restarts, nuclear_lambda=0.5,
+                            model={"random_init": True, "seed": seed})
+    examples = [Example(Doc(nlp.vocab, words=[t.text for t in eg.predicted]), eg.reference) for eg in train]
+    for eg, source in zip(examples, train):
+        eg.predicted.tensor = source.predicted.tensor
+    opt = nlp.initialize(lambda: examples, sgd=SGD(0.05, L2=0.01, grad_clip=0.0))
+    for _ in range(epochs):
+        for i in range(0, len(examples), 4):
+            nlp.update(examples[i:i + 4], sgd=opt)
+    return tagger, opt
+
+
+def test_restarts_keep_the_lowest_objective():
+    """Three restarts (seeds 11, 12, 13) through the first w and A epochs;
+    the kept one (not the first here) then trains on as that restart alone
+    would have."""
+    train = _family_examples(spacy.blank("xx"))
+    tagger, opt = _train_family(3, 11, train)
+    objectives = tagger.restart_objectives
+    assert len(objectives) == 3 and not tagger.restart_models and len(set(objectives)) == 3
+    best = int(numpy.argmin(objectives))
+    assert best > 0
+    alone, alone_opt = _train_family(1, 11 + best, train)
+    assert alone.restart_objectives is None
+    for mine, theirs in zip(_params(tagger.model), _params(alone.model)):
+        numpy.testing.assert_allclose(mine, theirs, rtol=1e-5, atol=1e-6)
+    with tagger.model.use_params(opt.averages), alone.model.use_params(alone_opt.averages):
+        numpy.testing.assert_allclose(tagger.label_matrix, alone.label_matrix, rtol=1e-5, atol=1e-6)
+
+
+def test_training_objective_by_hand():
+    nlp = spacy.blank("xx")
+    tagger = _family_tagger(nlp, nuclear_lambda=0.5, model={"rank": 2})
+    nlp.initialize(lambda: _family_examples(nlp))
+    model = tagger.model
+    rng = numpy.random.default_rng(0)
+    for node in model.walk():
+        for name in node.param_names:
+            node.set_param(name, rng.standard_normal(node.get_param(name).shape).astype("f"))
+    w = sum((model.get_ref("weights").get_param(n).astype("float64") ** 2).sum() for n in ("W", "b", "WT", "w0"))
+    A = model.get_ref("labels").get_param("A").astype("float64")
+    expected = 0.3 / 2 * w + 0.5 * numpy.linalg.svd(A, compute_uv=False).sum() + 2.0
+    assert tagger.training_objective(model, 2.0, 0.3) == pytest.approx(expected, rel=1e-6)
+
+
+def test_scores_report_the_effective_rank():
+    nlp = spacy.blank("xx")
+    tagger = _family_tagger(nlp, model={"rank": 4})
+    train = _family_examples(nlp)
+    nlp.initialize(lambda: train)
+    scores = nlp.evaluate(train)
+    assert scores["effective_rank"] == tagger.effective_rank == 4
+    assert scores["rank_share"] == pytest.approx(4 / len(tagger.labels))
+    # spacy train's table shows the share (weight 0: it does not count in the score)
+    assert nlp.config["training"]["score_weights"]["rank_share"] == 0.0
+
+
+def test_schedule_settings_are_checked():
+    nlp = spacy.blank("xx")
+    with pytest.raises(TaggerError, match="set together"):
+        _family_tagger(nlp, w_epochs=5)
+    with pytest.raises(TaggerError, match="restarts"):
+        _family_tagger(nlp, restarts=2)  # phases in steps
+    with pytest.raises(TaggerError, match="restarts"):
+        _family_tagger(nlp, w_epochs=1, a_epochs=0, restarts=2)
+    tagger = _family_tagger(nlp, w_epochs=1, a_epochs=1, restarts=2)  # A starts one-hot: restarts all alike
+    with pytest.raises(TaggerError, match="needs A to start random"):
+        nlp.initialize(lambda: _family_examples(nlp))
+    assert tagger.cfg["restarts"] == 2

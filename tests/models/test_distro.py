@@ -6,11 +6,12 @@ import pytest
 import spacy
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from thinc.api import Adam, Model
+from thinc.api import SGD, Adam, Model
 
 from spacy_structpref.errors import TaggerError
-from spacy_structpref.models.distro import (DistroTagger, effective_rank, finish_label_update,
-                                            prox_step, set_phase)
+from spacy_structpref.models.distro import (DistroTagger, adopt_parameters, copy_model, draw_label_matrix,
+                                            effective_rank, finish_label_update, nuclear_norm, prox_step,
+                                            set_phase, starts_random, weight_norm)
 from spacy_structpref.models.sparse_features import SparseFeatures
 
 
@@ -170,6 +171,74 @@ def test_init_of_A(docs):
     # a rank above the number of labels adds parameters, not capacity: refused before anything is allocated
     with pytest.raises(TaggerError, match="rank 5000 is above the number of labels"):
         DistroTagger(fixed_features(4), rank=5000, nO=6).initialize(X=docs)
+
+
+def test_random_init_draws_A_whatever_d(docs):
+    """The paper's Algorithm 1 starts from a random A, also with d = M."""
+    model = DistroTagger(SparseFeatures(n_rows=64), nO=6, seed=3, random_init=True)
+    model.initialize(X=docs)
+    labels = model.get_ref("labels")
+    A = labels.get_param("A")
+    assert A.shape == (6, 6) and starts_random(labels) and effective_rank(A) == 6
+    numpy.testing.assert_allclose(numpy.linalg.norm(A, axis=0), 1.0, rtol=1e-5)
+    # the draw is the seed's: unit columns of a standard normal matrix
+    ref = numpy.random.default_rng(3).standard_normal((6, 6))
+    numpy.testing.assert_allclose(A, ref / numpy.linalg.norm(ref, axis=0), rtol=1e-5)
+    draw_label_matrix(labels, 4)
+    assert not numpy.allclose(labels.get_param("A"), A)
+    assert not starts_random(DistroTagger(SparseFeatures(n_rows=64), nO=6).initialize(X=docs).get_ref("labels"))
+    with pytest.raises(TaggerError, match="random_init"):
+        DistroTagger(SparseFeatures(n_rows=64), onehot=True, random_init=True)
+
+
+def test_norms_of_the_objective(docs):
+    model = DistroTagger(fixed_features(4), rank=3, nO=5)
+    model.initialize(X=docs)
+    _set_random_params(model, numpy.random.default_rng(1))
+    weights = model.get_ref("weights")
+    by_hand = sum(float((weights.get_param(n).astype("float64") ** 2).sum()) for n in ("W", "b", "WT", "w0"))
+    assert weight_norm(model) == pytest.approx(by_hand, rel=1e-6)
+    A = model.get_ref("labels").get_param("A")
+    # ||A||_* = trace(sqrt(Aᵀ A))
+    eig = numpy.linalg.eigvalsh(A.astype("float64").T @ A)
+    assert nuclear_norm(A) == pytest.approx(numpy.sqrt(numpy.clip(eig, 0, None)).sum(), rel=1e-5)
+
+
+def test_copy_model_links_refs_into_the_copy(docs):
+    model = DistroTagger(fixed_features(4), rank=3, nO=5)
+    model.initialize(X=docs)
+    twin = copy_model(model)
+    for name in ("tok2vec", "weights", "labels"):
+        assert twin.get_ref(name) is twin.layers[("tok2vec", "weights", "labels").index(name)]
+        assert twin.get_ref(name).id != model.get_ref(name).id
+    numpy.testing.assert_array_equal(twin.get_ref("labels").get_param("A"), model.get_ref("labels").get_param("A"))
+    twin.get_ref("labels").set_param("A", numpy.zeros((3, 5), "f"))
+    assert model.get_ref("labels").get_param("A").any()
+
+
+def test_adopt_parameters_takes_weights_and_optimizer_state(docs):
+    model = DistroTagger(fixed_features(4), rank=3, nO=5)
+    model.initialize(X=docs)
+    other = copy_model(model)
+    _set_random_params(other, numpy.random.default_rng(2))
+    opt = Adam(0.1, use_averages=True)
+    weights = other.get_ref("weights")
+    key = (weights.id, "W")
+    W, _ = opt(key, weights.get_param("W"), numpy.ones_like(weights.get_param("W")))
+    weights.set_param("W", W)
+    adopt_parameters(model, other, opt)
+    for node, twin in zip(model.walk(), other.walk()):
+        for name in twin.param_names:
+            if twin.has_param(name):
+                numpy.testing.assert_array_equal(node.get_param(name), twin.get_param(name))
+    mine = (model.get_ref("weights").id, "W")
+    numpy.testing.assert_array_equal(opt.averages[mine], opt.averages[key])
+    numpy.testing.assert_array_equal(opt.mom1[mine], opt.mom1[key])
+    assert opt.nr_update[mine] == opt.nr_update[key] == 1
+    # the state is copied, not shared
+    opt.averages[key] += 1
+    assert not numpy.array_equal(opt.averages[mine], opt.averages[key])
+    adopt_parameters(model, other, SGD(0.1, use_averages=False))  # no averages: parameters only
 
 
 def test_unset_rank_is_one_per_label(docs):

@@ -3,12 +3,13 @@ vectors projected on their two principal directions, next to the matrix of
 cosine similarities between labels (ordered by angle in that plane, so that
 similar tags sit together)."""
 from pathlib import Path
-from typing import Dict, Optional, Sequence, Tuple, Union
+from typing import Tuple, Union
 
 import numpy
 
-from ..corpora.labels import VARIANT_PREFIXES, VARIANT_SUFFIXES, label_family, variant_bases
+from ..corpora.labels import VARIANT_PREFIXES, VARIANT_SUFFIXES, label_families, variant_bases
 from ..errors import StructPrefError
+from ..scoring.label_space import family_closeness, variant_closeness
 
 FORMATS = (".png", ".svg")
 
@@ -34,60 +35,12 @@ def label_similarity(tagger):
     return labels, A.T @ A, coords
 
 
-def variant_closeness(labels: Sequence[str], sims: numpy.ndarray, bases: Dict[str, str]) -> Optional[dict]:
-    """How near each variant's label vector lies to its base tag's: the
-    base's rank among the variant's neighbours by cosine (1: the nearest;
-    ties count against it, so orthogonal vectors give the last rank), and
-    the mean cosine to the base against the mean cosine to every other tag.
-    None when there are no variants."""
-    if not bases:
-        return None
-    index = {label: i for i, label in enumerate(labels)}
-    ranks, to_base, to_others = [], [], []
-    for variant, base in bases.items():
-        i, j = index[variant], index[base]
-        row = numpy.array(sims[i], dtype="float64")
-        row[i] = -numpy.inf
-        ranks.append(int((row >= row[j]).sum()))
-        to_base.append(row[j])
-        to_others.append((row[numpy.isfinite(row)].sum() - row[j]) / max(len(labels) - 2, 1))
-    ranks = numpy.array(ranks)
-    return {"variants": len(ranks), "neighbours": len(labels) - 1, "nearest": int((ranks == 1).sum()),
-            "within_5": int((ranks <= 5).sum()), "median_rank": float(numpy.median(ranks)),
-            "cosine_to_base": float(numpy.mean(to_base)), "cosine_to_others": float(numpy.mean(to_others))}
-
-
 def describe_variants(closeness: dict) -> str:
     c = closeness
     return (f"{c['variants']} variant tags ({', '.join(VARIANT_PREFIXES + VARIANT_SUFFIXES)}): the base tag is the "
             f"nearest label for {c['nearest']}, among the 5 nearest for {c['within_5']}, median rank "
             f"{c['median_rank']:g} of {c['neighbours']}; mean cosine {c['cosine_to_base']:.2f} to the base, "
             f"{c['cosine_to_others']:.2f} to the other tags")
-
-
-def family_closeness(labels: Sequence[str], sims: numpy.ndarray) -> Optional[dict]:
-    """Whether labels named ``FAMILY:label`` (Li & Roth's question classes:
-    ``HUM:ind`` in ``HUM``) cluster by family: how many have their nearest
-    label by cosine (ties count against it) in their own family, the share
-    expected from a random neighbour, and the mean cosine within and across
-    families. None unless every label has a family and some family two."""
-    families = [label_family(label) for label in labels]
-    n = len(labels)
-    if n < 3 or None in families:
-        return None
-    family = numpy.array(families)
-    same = family[:, None] == family[None, :]
-    off = ~numpy.eye(n, dtype=bool)
-    if not (same & off).any():
-        return None
-    sims = numpy.asarray(sims, dtype="float64")
-    nearest = 0
-    for i in range(n):
-        row = numpy.where(off[i], sims[i], -numpy.inf)
-        nearest += bool(same[i, row == row.max()].all())
-    return {"labels": n, "families": len(set(families)), "nearest_in_family": nearest,
-            "chance": float((same & off).sum() / (n * (n - 1))),
-            "cosine_within": float(sims[same & off].mean()), "cosine_across": float(sims[~same].mean())}
 
 
 def describe_families(closeness: dict) -> str:
@@ -129,11 +82,11 @@ def draw_label_map(model_path: Union[str, Path], output_path: Union[str, Path]) 
 
     n = len(labels)
     fig, (ax_map, ax_sim) = plt.subplots(1, 2, figsize=(8 + 0.18 * n, 4 + 0.09 * n))
-    # labels "FAMILY:label" (question classes) are coloured by family
-    label_families = [label_family(label) for label in labels]
-    families = sorted(set(label_families) - {None})
+    # labels with families (question classes, PTB and Basque tags) are coloured by family
+    of_label = label_families(labels) or [None] * n
+    families = sorted(set(of_label) - {None})
     palette = {f: plt.get_cmap("tab10")(i % 10) for i, f in enumerate(families)}
-    colors = [palette.get(family, "tab:blue") for family in label_families]
+    colors = [palette.get(family, "tab:blue") for family in of_label]
     bases = variant_bases(labels)
     index = {label: i for i, label in enumerate(labels)}
     for variant, base in bases.items():

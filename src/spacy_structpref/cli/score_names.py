@@ -16,6 +16,8 @@ SCORE_NAMES = {
     "cats_accuracy": "CATS ACC",
     "cats_macro_f": "CATS MACRO F",
     "attach_too_long": "ATTACH TOO LONG",
+    "effective_rank": "EFFECTIVE RANK",
+    "rank_share": "RANK SHARE",
 }
 
 

@@ -2,15 +2,31 @@
 model (Srikumar & Manning 2014) trained by the structured hinge loss, its
 label set, the alternating w / A schedule and saving.
 
-Training alternates between phases of ``w_steps`` optimizer steps on w (the
-emission/transition weights and the feature layer) and ``a_steps`` steps on
-the label matrix A (with the learning rate scaled by ``a_learn_rate_scale``,
-each followed by the nuclear-norm proximal step: singular values
-soft-thresholded by ``step · nuclear_lambda``, step = learn_rate ·
-a_learn_rate_scale, then unit columns). :meth:`DistroPipe.finish_update`
-steps only the current phase's sublayers of the model (see
-:mod:`..models.distro`). With the model's ``onehot = true`` A stays the
-identity and every step is a w step: the structured SVM baseline.
+Training alternates between phases on w (the emission/transition weights
+and the feature layer) and phases on the label matrix A (with the learning
+rate scaled by ``a_learn_rate_scale``, each step followed by the
+nuclear-norm proximal step: singular values soft-thresholded by
+``step · nuclear_lambda``, step = learn_rate · a_learn_rate_scale, then unit
+columns). The phases are counted in optimizer steps (``w_steps``,
+``a_steps``), or in epochs (``w_epochs``, ``a_epochs``; an epoch is as many
+training examples as ``initialize`` was given): ``w_epochs = a_epochs = 5``
+with 55 epochs is the paper's schedule (§5: 5 epochs on w, then 5 rounds of
+5 epochs on A and 5 on w). :meth:`DistroPipe.finish_update` steps only the
+current phase's sublayers of the model (see :mod:`..models.distro`). With
+the model's ``onehot = true`` A stays the identity and every step is a w
+step: the structured SVM baseline.
+
+``restarts = R`` trains R models side by side, each with its own random
+initial A (the model's ``seed`` + 0, 1, …), through the first w phase and the
+first A phase, then keeps the one whose training objective (Srikumar &
+Manning 2014, Eq. 5: the mean hinge loss over that last epoch, plus
+λ1/2 ||w||² with λ1 the optimizer's ``L2``, plus λ2 ||A||_*) is lowest, as
+the paper discards the initialisations whose objective ends high (§5).
+
+Evaluation scores add ``effective_rank`` (of A, as evaluated: the
+optimizer's averages during ``spacy train``) and ``rank_share`` (that rank
+over the number of labels), which a config may show in the training log
+with a score weight of 0.
 
 A component over it says what its gold labels are (``_gold_labels``,
 ``gold_ids``), how it decodes (``predict``) and what it writes
@@ -29,7 +45,8 @@ from spacy.training import Example, validate_examples, validate_get_examples
 from thinc.api import Model, set_dropout_rate
 
 from ..errors import SavedModelError, TaggerError, check_count, check_number
-from ..models.distro import effective_rank, finish_label_update, set_phase
+from ..models.distro import (adopt_parameters, copy_model, draw_label_matrix, effective_rank, finish_label_update,
+                             nuclear_norm, set_phase, starts_random, weight_norm)
 from ..models.weights import check_finite_weights, message_weights
 from ..saving import Part
 from .base import StructPrefPipe
@@ -42,17 +59,33 @@ class DistroPipe(StructPrefPipe, TrainablePipe):
     """A DISTRO component; see the module docstring."""
 
     def __init__(self, vocab, model: Model, name: Optional[str] = None, *, w_steps: int = 100, a_steps: int = 20,
+                 w_epochs: Optional[int] = None, a_epochs: Optional[int] = None, restarts: int = 1,
                  nuclear_lambda: float = 1.0, a_learn_rate_scale: float = 1.0, cost: float = 1.0,
                  scorer: Optional[Callable] = None):
+        if (w_epochs is None) != (a_epochs is None) or (w_epochs is not None and (w_epochs < 1 or a_epochs < 0)):
+            raise TaggerError("w_epochs and a_epochs are set together (w_epochs >= 1, a_epochs >= 0) or both "
+                              f"null (phases in steps), got {w_epochs}, {a_epochs}")
+        if restarts < 1 or (restarts > 1 and not a_epochs):
+            raise TaggerError(f"restarts must be >= 1, and above 1 needs phases in epochs with a_epochs >= 1 "
+                              f"(the restarts are compared after the first A phase), got restarts = {restarts}, "
+                              f"a_epochs = {a_epochs}")
         self.vocab = vocab
         self.model = model
         self.name = name or self.factory
-        self.cfg = {"labels": [], "w_steps": w_steps, "a_steps": a_steps, "nuclear_lambda": nuclear_lambda,
-                    "a_learn_rate_scale": a_learn_rate_scale, "cost": cost}
+        self.cfg = {"labels": [], "w_steps": w_steps, "a_steps": a_steps, "w_epochs": w_epochs,
+                    "a_epochs": a_epochs, "restarts": restarts, "nuclear_lambda": nuclear_lambda,
+                    "a_learn_rate_scale": a_learn_rate_scale, "cost": cost, "epoch_size": None}
         self._check_schedule(self.cfg)
         self.scorer = scorer
-        self.n_steps = 0  # optimizer steps taken: drives the alternating schedule
+        self.n_steps = 0  # optimizer steps taken: drives a schedule in steps
+        self.n_docs = 0  # training examples seen: drives a schedule in epochs
+        self.epoch = 0  # the epoch of the current batch (schedule in epochs)
         self.last_rank: Optional[int] = None
+        # restarts still in the running besides self.model, and each one's hinge loss in this epoch
+        self.restart_models: List[Model] = []
+        self.epoch_loss: List[float] = [0.0]
+        self.epoch_docs = 0
+        self.restart_objectives: Optional[List[float]] = None
 
     def _check_schedule(self, cfg: dict) -> None:
         """The learning settings: ``w_steps`` >= 1, ``a_steps`` >= 0,
@@ -103,6 +136,19 @@ class DistroPipe(StructPrefPipe, TrainablePipe):
             raise TaggerError(f"{self.name}: initialize got no examples")
         self.model.set_dim("nO", len(self.labels))
         self.model.initialize(X=docs)
+        self.cfg["epoch_size"] = sum(1 for eg in get_examples() if len(eg.predicted))
+        self.n_steps = self.n_docs = self.epoch = self.epoch_docs = 0
+        self.restart_models = []
+        labels = self.model.get_ref("labels")
+        if self.cfg["restarts"] > 1:
+            if not starts_random(labels):
+                raise TaggerError(f"{self.name}: restarts = {self.cfg['restarts']} needs A to start random "
+                                  "(model.random_init = true, or model.rank below the number of labels)")
+            for r in range(1, self.cfg["restarts"]):
+                restart = copy_model(self.model)
+                draw_label_matrix(restart.get_ref("labels"), labels.attrs["seed"] + r)
+                self.restart_models.append(restart)
+        self.epoch_loss = [0.0] * self.cfg["restarts"]
 
     def _gold_labels(self, get_examples: Callable[[], Iterable[Example]]) -> List[str]:
         """The label set of the training data."""
@@ -127,13 +173,37 @@ class DistroPipe(StructPrefPipe, TrainablePipe):
         return None
 
     # -- training -------------------------------------------------------------
+    @property
+    def in_epochs(self) -> bool:
+        """Whether the phases are counted in epochs (``w_epochs``, ``a_epochs``)."""
+        return self.cfg["w_epochs"] is not None
+
     def _phase(self) -> Tuple[bool, bool]:
         """(update_w, update_A) for the current step of the schedule."""
-        if self.model.attrs["onehot"] or self.cfg["a_steps"] == 0:
+        unit = "epochs" if self.in_epochs else "steps"
+        w, a = self.cfg[f"w_{unit}"], self.cfg[f"a_{unit}"]
+        if self.model.attrs["onehot"] or a == 0:
             return True, False
-        period = self.cfg["w_steps"] + self.cfg["a_steps"]
-        in_w = self.n_steps % period < self.cfg["w_steps"]
+        in_w = (self.epoch if self.in_epochs else self.n_steps) % (w + a) < w
         return in_w, not in_w
+
+    def _start_batch(self, n_docs: int) -> None:
+        """Count a batch of ``n_docs`` training examples into its epoch."""
+        if self.in_epochs:
+            if not self.cfg["epoch_size"]:
+                raise TaggerError(f"{self.name}: phases in epochs need the epoch size, which initialize sets; "
+                                  "call nlp.initialize() first")
+            epoch = self.n_docs // self.cfg["epoch_size"]
+            if epoch != self.epoch:
+                self.epoch, self.epoch_docs = epoch, 0
+                self.epoch_loss = [0.0] * len(self.epoch_loss)
+        self.n_docs += n_docs
+        self.epoch_docs += n_docs
+
+    @property
+    def models(self) -> List[Model]:
+        """The model and the restarts trained beside it."""
+        return [self.model] + self.restart_models
 
     def update(self, examples: Iterable[Example], *, drop: float = 0.0, sgd=None,
                losses: Optional[Dict[str, float]] = None) -> Dict[str, float]:
@@ -144,29 +214,58 @@ class DistroPipe(StructPrefPipe, TrainablePipe):
         validate_examples(examples, f"{type(self).__name__}.update")
         if not examples:
             return losses
+        self._start_batch(len(examples))
         update_w, update_A = self._phase()
-        set_phase(self.model, update_w=update_w, update_A=update_A)
-        set_dropout_rate(self.model, drop)
-        scores, backprop = self.model.begin_update([eg.predicted for eg in examples])
-        loss, d_scores = self.get_loss(examples, scores)
-        backprop(d_scores)
+        docs = [eg.predicted for eg in examples]
+        for i, model in enumerate(self.models):
+            set_phase(model, update_w=update_w, update_A=update_A)
+            set_dropout_rate(model, drop)
+            scores, backprop = model.begin_update(docs)
+            loss, d_scores = self.get_loss(examples, scores)
+            backprop(d_scores)
+            self.epoch_loss[i] += loss * len(examples)
+            if i == 0:
+                losses[self.name] += loss
         if sgd not in (None, False):
             self.finish_update(sgd)
-        losses[self.name] += loss
         return losses
 
     def finish_update(self, sgd) -> None:
         """Step the current phase's sublayers only: Thinc keeps gradients
         (zeroed) between steps, so an optimizer shown the resting part's
         parameters would keep moving them with Adam's momentum."""
-        if self._phase()[0]:
-            for name in ("tok2vec", "weights"):
-                self.model.get_ref(name).finish_update(sgd)
-        else:
-            self.last_rank = finish_label_update(
-                self.model.get_ref("labels"), sgd, lr_scale=self.cfg["a_learn_rate_scale"],
-                nuclear_lambda=self.cfg["nuclear_lambda"])
+        update_w = self._phase()[0]
+        for i, model in enumerate(self.models):
+            if update_w:
+                for name in ("tok2vec", "weights"):
+                    model.get_ref(name).finish_update(sgd)
+            else:
+                rank = finish_label_update(model.get_ref("labels"), sgd, lr_scale=self.cfg["a_learn_rate_scale"],
+                                           nuclear_lambda=self.cfg["nuclear_lambda"])
+                self.last_rank = rank if i == 0 else self.last_rank
         self.n_steps += 1
+        first_round = (self.cfg["w_epochs"] or 0) + (self.cfg["a_epochs"] or 0)
+        if self.restart_models and self.n_docs >= first_round * self.cfg["epoch_size"]:
+            self._keep_best_restart(sgd)
+
+    def training_objective(self, model: Model, loss: float, l2: float) -> float:
+        """Srikumar & Manning (2014)'s Eq. 5 for ``model`` with mean hinge
+        loss ``loss``: ``λ1/2 ||w||² + λ2 ||A||_* + loss``, λ1 = ``l2``."""
+        A = model.ops.to_numpy(model.get_ref("labels").get_param("A"))
+        return l2 / 2 * weight_norm(model) + self.cfg["nuclear_lambda"] * nuclear_norm(A) + loss
+
+    def _keep_best_restart(self, sgd) -> None:
+        """Keep, of the restarts, the one with the lowest training objective
+        over the epoch just ended (its parameters and optimizer state go to
+        ``self.model``); ``restart_objectives`` keeps every one's."""
+        docs = max(self.epoch_docs, 1)
+        self.restart_objectives = [self.training_objective(model, loss / docs, float(sgd.L2))
+                                   for model, loss in zip(self.models, self.epoch_loss)]
+        best = int(numpy.argmin(self.restart_objectives))
+        if best:
+            adopt_parameters(self.model, self.models[best], sgd)
+        self.restart_models = []
+        self.epoch_loss = [self.epoch_loss[best]]
 
     def get_loss(self, examples: Iterable[Example], scores):
         """Structured hinge loss (Hamming cost), averaged over the batch's docs."""
@@ -179,6 +278,15 @@ class DistroPipe(StructPrefPipe, TrainablePipe):
         n = max(len(examples), 1)
         ops = self.model.ops
         return loss / n, (ops.asarray2f(dS / n), ops.asarray2f(dT / n), ops.asarray1f(dP / n))
+
+    def score(self, examples: Iterable[Example], **kwargs) -> Dict[str, object]:
+        """The scorer's scores, plus ``effective_rank`` of A and
+        ``rank_share`` (that rank over the number of labels)."""
+        scores = dict(super().score(examples, **kwargs))
+        if self.model.has_dim("nO"):
+            rank = self.effective_rank
+            scores.update(effective_rank=rank, rank_share=rank / len(self.labels))
+        return scores
 
     # -- saving ---------------------------------------------------------------
     def _parts(self) -> Dict[str, Part]:

@@ -60,14 +60,17 @@ class DistroScores:
 @registry.architectures("spacy_structpref.DistroTagger.v1")
 def DistroTagger(tok2vec: Model[List[Doc], List[Floats2d]], rank: Optional[int] = None,
                  onehot: bool = False, nO: Optional[int] = None,
-                 seed: int = 0) -> Model[List[Doc], DistroScores]:
+                 seed: int = 0, random_init: bool = False) -> Model[List[Doc], DistroScores]:
     """DISTRO over any feature layer. ``rank`` is d; unset (null), d is the
     number of labels, so A starts one-hot and only the nuclear norm lowers its
     rank, whatever the tag set. ``onehot = true`` gives the structured SVM
     baseline (A = I, d = number of labels, A never updated). ``seed`` draws A
-    when d is below the number of labels."""
+    when d is below the number of labels, or always with ``random_init``
+    (random unit columns, Srikumar & Manning 2014, Algorithm 1, line 1)."""
     if rank is not None:
         check_count("rank (null: one per label)", rank, 1, error=TaggerError)
+    if onehot and random_init:
+        raise TaggerError("onehot = true fixes A = I: it cannot also start random (random_init)")
     # a bare sparse embedder of unset width is the linear model over indicators itself
     project = not (tok2vec.name in SPARSE_LAYERS and tok2vec.has_dim("nO") is None)
     weights = Model("distro_weights", _weights_forward, init=_weights_init,
@@ -76,7 +79,7 @@ def DistroTagger(tok2vec: Model[List[Doc], List[Floats2d]], rank: Optional[int] 
     # with onehot, A = I stays fixed: the scores are the weights' own (no product with A)
     labels = Model("distro_labels", _labels_forward, init=_labels_init, params={"A": None},
                    dims={"nO": None, "nI": None},
-                   attrs={"seed": seed, "update_A": False, "identity": onehot})
+                   attrs={"seed": seed, "update_A": False, "identity": onehot, "random_init": random_init})
     return Model(
         "distro_tagger", _forward, init=_init, layers=[tok2vec, weights, labels],
         refs={"tok2vec": tok2vec, "weights": weights, "labels": labels},
@@ -175,15 +178,28 @@ def _weights_forward(model: Model, H: Floats2d, is_train: bool):
 
 
 def _labels_init(model: Model, X=None, Y=None) -> Model:
-    d, M = model.get_dim("nI"), model.get_dim("nO")
-    # one-hot when d >= M, else random unit columns (authors' code)
-    if d >= M:
-        A = numpy.eye(d, M, dtype="f")
+    # one-hot when d >= M, else random unit columns (authors' code); random
+    # whatever d with random_init (the paper's Algorithm 1)
+    if starts_random(model):
+        draw_label_matrix(model, model.attrs["seed"])
     else:
-        A = numpy.random.default_rng(model.attrs["seed"]).standard_normal((d, M)).astype("f")
-        A /= numpy.linalg.norm(A, axis=0, keepdims=True)
-    model.set_param("A", model.ops.asarray2f(A))
+        model.set_param("A", model.ops.asarray2f(numpy.eye(model.get_dim("nI"), model.get_dim("nO"), dtype="f")))
     return model
+
+
+def starts_random(labels: Model) -> bool:
+    """Whether the ``labels`` layer's A starts as random unit columns (d
+    below the number of labels, or ``random_init``) rather than one-hot."""
+    return not labels.attrs["identity"] and (labels.attrs["random_init"]
+                                             or labels.get_dim("nI") < labels.get_dim("nO"))
+
+
+def draw_label_matrix(labels: Model, seed: int) -> None:
+    """Set the ``labels`` layer's A to random unit columns drawn with ``seed``."""
+    d, M = labels.get_dim("nI"), labels.get_dim("nO")
+    A = numpy.random.default_rng(seed).standard_normal((d, M)).astype("f")
+    A /= numpy.linalg.norm(A, axis=0, keepdims=True)
+    labels.set_param("A", labels.ops.asarray2f(A))
 
 
 def _labels_forward(model: Model, parts, is_train: bool):
@@ -275,6 +291,52 @@ def prox_step(A: Floats2d, threshold: float) -> Tuple[Floats2d, int]:
     norms = xp.linalg.norm(A, axis=0, keepdims=True)
     A /= xp.where(norms > 0, norms, 1.0)
     return A, int((s > 0).sum())
+
+
+def weight_norm(model: Model) -> float:
+    """``||w||²``: the squared norm of every parameter of the feature layer
+    and the weights (all but A), the λ1/2 term of the paper's objective."""
+    ops = model.ops
+    return float(sum((ops.to_numpy(node.get_param(name)).astype("float64") ** 2).sum()
+                     for ref in ("tok2vec", "weights") for node in model.get_ref(ref).walk()
+                     for name in node.param_names if node.has_param(name)))
+
+
+def nuclear_norm(A) -> float:
+    """``||A||_*``: the sum of A's singular values."""
+    return float(numpy.linalg.svd(numpy.asarray(A, dtype="float64"), compute_uv=False).sum())
+
+
+def copy_model(model: Model) -> Model:
+    """A deep copy of ``model`` (new ids, copied parameters) whose refs
+    point into the copy, as the original's into the original (thinc's
+    ``Model.copy`` leaves the refs out)."""
+    copied = model.copy()
+    twins = {id(node): twin for node, twin in zip(model.walk(), copied.walk())}
+    for node, twin in zip(model.walk(), copied.walk()):
+        for name in node.ref_names:
+            ref = node.maybe_get_ref(name)
+            if ref is not None and id(ref) in twins:
+                twin.set_ref(name, twins[id(ref)])
+    return copied
+
+
+def adopt_parameters(target: Model, source: Model, optimizer: Optional[Optimizer] = None) -> None:
+    """Give ``target`` the parameters of ``source``, a model of the same
+    structure (a restart trained beside it), and with ``optimizer`` its
+    state for them too (averages, moments, update counts), so that the
+    training goes on as if ``target`` had been ``source`` all along."""
+    states = [] if optimizer is None else [optimizer.averages or {}, optimizer.mom1, optimizer.mom2,
+                                           optimizer.nr_update, optimizer.last_seen]
+    for node, other in zip(target.walk(), source.walk()):
+        for name in other.param_names:
+            if not other.has_param(name):
+                continue
+            node.set_param(name, other.ops.xp.array(other.get_param(name), copy=True))
+            for state in states:
+                if (other.id, name) in state:
+                    value = state[(other.id, name)]
+                    state[(node.id, name)] = value.copy() if hasattr(value, "copy") else value
 
 
 def effective_rank(A, tol: float = 1e-3) -> int:
