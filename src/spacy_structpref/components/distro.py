@@ -398,9 +398,10 @@ class DistroPipe(StructPrefPipe, TrainablePipe):
         text = f"{n} tags, label vectors of d = {d}, effective rank {self.effective_rank}"
         if self.has_label_structure:
             return text
+        unit = "epochs" if self.in_epochs else "steps"
         how = ("onehot = true keeps A the identity" if self.model.attrs["onehot"] else
-               f"A moves in its phases of a_steps = {self.cfg['a_steps']} steps after every "
-               f"w_steps = {self.cfg['w_steps']} optimizer steps")
+               f"A moves in its phases of a_{unit} = {self.cfg['a_' + unit]} {unit} after every "
+               f"w_{unit} = {self.cfg['w_' + unit]} {'epochs' if self.in_epochs else 'optimizer steps'}")
         return f"{text}: orthogonal label vectors, every similarity is 0 (no structure yet; {how})"
 
     def most_similar(self, tag: str, n: int = 5) -> List[Tuple[str, float]]:
