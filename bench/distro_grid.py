@@ -42,7 +42,7 @@ def train(config: str, path: Path, corpus: str, lambda1: str, lambda2: str, extr
                "--paths.train", f"corpus/{corpus}/train.spacy", "--paths.dev", f"corpus/{corpus}/dev.spacy",
                "--training.optimizer.L2", lambda1, "--components.distro_tagger.nuclear_lambda", lambda2, *extra]
     print(" ".join(command), flush=True)
-    with open(path.with_suffix(".log"), "w") as log:
+    with open(path.parent / f"{path.name}.log", "w") as log:
         subprocess.run(command, check=True, stdout=log, stderr=subprocess.STDOUT)
 
 

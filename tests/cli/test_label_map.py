@@ -7,9 +7,10 @@ from spacy.tokens import Doc
 from spacy.training import Example
 
 import spacy_structpref.components.factories  # noqa: F401  (registers the factories)
-from spacy_structpref.cli.label_map import draw_label_map, label_similarity
+from spacy_structpref.cli.label_map import cluster_order, describe_families, draw_label_map, label_similarity
 from spacy_structpref.corpora import corpus_docs
 from spacy_structpref.errors import StructPrefError
+from spacy_structpref.scoring.label_space import family_closeness
 
 from tests.helpers.fixtures import slow_fixture
 from tests.helpers.paths import CONFIGS
@@ -116,3 +117,27 @@ def test_configs_build_and_tag(name, onehot):
         numpy.testing.assert_array_equal(tagger.label_matrix, numpy.eye(len(tagger.labels)))
     doc = nlp(Doc(nlp.vocab, words=["A", "test", "."]))
     assert all(t.tag_ in tagger.labels for t in doc)
+
+
+def test_cluster_order_puts_families_together():
+    """Three families of unit vectors around three orthogonal directions,
+    shuffled: the leaf order of the clustering lists each family as one run."""
+    rng = numpy.random.default_rng(0)
+    centres = numpy.eye(6)[:3]
+    family = rng.permutation(numpy.repeat(numpy.arange(3), 4))
+    A = centres[family] + 0.2 * rng.standard_normal((12, 6))
+    A /= numpy.linalg.norm(A, axis=1, keepdims=True)
+    order, tree = cluster_order(A @ A.T)
+    assert sorted(order.tolist()) == list(range(12)) and tree.shape == (11, 4)
+    runs = [family[i] for k, i in enumerate(order) if k == 0 or family[i] != family[order[k - 1]]]
+    assert sorted(runs) == [0, 1, 2]
+    assert cluster_order(numpy.eye(2))[0].tolist() == [0, 1]
+
+
+def test_families_in_words():
+    labels = ["NN", "NNS", "NNP", "VB", "VBZ"]
+    sims = numpy.eye(5)
+    sims[0, 1] = sims[1, 0] = 0.6
+    text = describe_families(family_closeness(labels, sims))
+    assert text.startswith("2 label families: the nearest label is of the same family for 2 of 5")
+    assert text.endswith("(within NOUN 0.20, VERB 0.00)")

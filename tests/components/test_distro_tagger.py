@@ -195,23 +195,26 @@ def _family_examples(nlp, n=12):
     return task.examples(nlp.vocab, "train")
 
 
-def test_phases_in_epochs():
-    """w_epochs = 1, a_epochs = 2: epoch 0 on w, epochs 1-2 on A, epoch 3 on w
-    (an epoch: the 12 examples initialize saw, here in batches of 4)."""
+@pytest.mark.parametrize("a_rounds", [None, 1])
+def test_phases_in_epochs(a_rounds):
+    """w_epochs = 1, a_epochs = 2: epoch 0 on w, epochs 1-2 on A, epoch 3 on
+    w, epochs 4-5 on A again unless a_rounds = 1 ended the A phases (an
+    epoch: the 12 examples initialize saw, here in batches of 4)."""
     nlp = spacy.blank("xx")
-    tagger = _family_tagger(nlp, w_epochs=1, a_epochs=2, nuclear_lambda=0.0)
+    tagger = _family_tagger(nlp, w_epochs=1, a_epochs=2, a_rounds=a_rounds, nuclear_lambda=0.0)
     train = _family_examples(nlp)
     opt = nlp.initialize(lambda: train)
     assert tagger.cfg["epoch_size"] == 12
-    for epoch in range(4):
+    on_w = (0, 3) if a_rounds is None else (0, 3, 4, 5)
+    for epoch in range(6):
         for i in range(0, 12, 4):
             A = tagger.label_matrix.copy()
             WT = tagger.model.get_ref("weights").get_param("WT").copy()
             nlp.update(train[i:i + 4], sgd=opt)
             a_moved = not numpy.array_equal(A, tagger.label_matrix)
             w_moved = not numpy.array_equal(WT, tagger.model.get_ref("weights").get_param("WT"))
-            assert (a_moved, w_moved) == ((False, True) if epoch in (0, 3) else (True, False)), (epoch, i)
-    assert tagger.epoch == 3 and tagger.n_docs == 48
+            assert (a_moved, w_moved) == ((False, True) if epoch in on_w else (True, False)), (epoch, i)
+    assert tagger.epoch == 5 and tagger.n_docs == 72
 
 
 def _params(model):
@@ -284,6 +287,8 @@ def test_schedule_settings_are_checked():
     nlp = spacy.blank("xx")
     with pytest.raises(TaggerError, match="set together"):
         _family_tagger(nlp, w_epochs=5)
+    with pytest.raises(TaggerError, match="a_rounds"):
+        _family_tagger(nlp, a_rounds=-1)
     with pytest.raises(TaggerError, match="restarts"):
         _family_tagger(nlp, restarts=2)  # phases in steps
     with pytest.raises(TaggerError, match="restarts"):
@@ -292,3 +297,17 @@ def test_schedule_settings_are_checked():
     with pytest.raises(TaggerError, match="needs A to start random"):
         nlp.initialize(lambda: _family_examples(nlp))
     assert tagger.cfg["restarts"] == 2
+
+
+def test_a_rounds_in_steps():
+    """w_steps = 2, a_steps = 1, a_rounds = 2: steps 2 and 5 on A, every other on w."""
+    nlp = spacy.blank("xx")
+    tagger = _family_tagger(nlp, w_steps=2, a_steps=1, a_rounds=2, nuclear_lambda=0.0)
+    train = _family_examples(nlp)
+    opt = nlp.initialize(lambda: train)
+    moved = []
+    for step in range(9):
+        A = tagger.label_matrix.copy()
+        nlp.update(train[step:step + 1], sgd=opt)
+        moved.append(not numpy.array_equal(A, tagger.label_matrix))
+    assert [i for i, m in enumerate(moved) if m] == [2, 5]

@@ -1,7 +1,10 @@
 """Draw the label similarity map of a trained ``distro_tagger``: the label
 vectors projected on their two principal directions, next to the matrix of
-cosine similarities between labels (ordered by angle in that plane, so that
-similar tags sit together)."""
+cosine similarities between labels in the leaf order of their hierarchical
+clustering (average linkage on cosine distance, leaves ordered optimally:
+Bar-Joseph, Gifford & Jaakkola 2001), its dendrogram above, so that
+families of similar tags sit together as blocks; labels coloured by family
+where the label set has families (``corpora.labels.label_families``)."""
 from pathlib import Path
 from typing import Tuple, Union
 
@@ -35,6 +38,22 @@ def label_similarity(tagger):
     return labels, A.T @ A, coords
 
 
+def cluster_order(sims: numpy.ndarray):
+    """(leaf order, scipy linkage matrix or None) of the labels clustered
+    by average linkage on the cosine distance ``1 - sims``."""
+    from scipy.cluster.hierarchy import leaves_list, linkage
+    from scipy.spatial.distance import squareform
+
+    n = len(sims)
+    if n < 3:
+        return numpy.arange(n), None
+    distance = numpy.clip(1.0 - numpy.asarray(sims, dtype="float64"), 0.0, 2.0)
+    distance = (distance + distance.T) / 2
+    numpy.fill_diagonal(distance, 0.0)
+    tree = linkage(squareform(distance, checks=False), method="average", optimal_ordering=True)
+    return leaves_list(tree), tree
+
+
 def describe_variants(closeness: dict) -> str:
     c = closeness
     return (f"{c['variants']} variant tags ({', '.join(VARIANT_PREFIXES + VARIANT_SUFFIXES)}): the base tag is the "
@@ -44,10 +63,14 @@ def describe_variants(closeness: dict) -> str:
 
 
 def describe_families(closeness: dict) -> str:
+    """The family figures of :func:`family_closeness` in words, with each
+    family's own mean cosine (families of two or more, largest first)."""
     c = closeness
+    own = sorted(c["within_by_family"], key=lambda f: (-c["sizes"][f], f))
     return (f"{c['families']} label families: the nearest label is of the same family for "
             f"{c['nearest_in_family']} of {c['labels']} (a random neighbour: {100 * c['chance']:.0f} %); mean cosine "
-            f"{c['cosine_within']:.2f} within families, {c['cosine_across']:.2f} across")
+            f"{c['cosine_within']:.2f} within families, {c['cosine_across']:.2f} across (within "
+            + ", ".join(f"{f} {c['within_by_family'][f]:.2f}" for f in own) + ")")
 
 
 def _plain(label: str) -> str:
@@ -78,14 +101,21 @@ def draw_label_map(model_path: Union[str, Path], output_path: Union[str, Path]) 
         raise StructPrefError(f"no trained pipeline at {str(model_path)!r}")
     tagger = _tagger(spacy.load(model_path))
     labels, sims, coords = label_similarity(tagger)
-    order = numpy.argsort(numpy.arctan2(coords[:, 1], coords[:, 0]), kind="stable")
+    order, tree = cluster_order(sims)
 
     n = len(labels)
-    fig, (ax_map, ax_sim) = plt.subplots(1, 2, figsize=(8 + 0.18 * n, 4 + 0.09 * n))
+    fig, (ax_map, ax_sim) = plt.subplots(1, 2, figsize=(8 + 0.18 * n, 5 + 0.09 * n))
+    from mpl_toolkits.axes_grid1 import make_axes_locatable
+
+    # the dendrogram above the matrix and the colour bar beside it, aligned with its cells
+    divider = make_axes_locatable(ax_sim)
+    ax_tree = divider.append_axes("top", size="22%", pad=0.05)
+    ax_bar = divider.append_axes("right", size="4%", pad=0.1)
     # labels with families (question classes, PTB and Basque tags) are coloured by family
     of_label = label_families(labels) or [None] * n
     families = sorted(set(of_label) - {None})
-    palette = {f: plt.get_cmap("tab10")(i % 10) for i, f in enumerate(families)}
+    cmap = plt.get_cmap("tab10" if len(families) <= 10 else "tab20")
+    palette = {f: cmap(i % cmap.N) for i, f in enumerate(families)}
     colors = [palette.get(family, "tab:blue") for family in of_label]
     bases = variant_bases(labels)
     index = {label: i for i, label in enumerate(labels)}
@@ -103,14 +133,24 @@ def draw_label_map(model_path: Union[str, Path], output_path: Union[str, Path]) 
                      fontsize=10, color="tab:red")
     ax_map.set_xticks([])
     ax_map.set_yticks([])
+    if tree is not None:
+        from scipy.cluster.hierarchy import dendrogram
+
+        dendrogram(tree, ax=ax_tree, no_labels=True, color_threshold=0, above_threshold_color="0.4")
+        ax_tree.set_xlim(0, 10 * n)  # leaf i sits at 10 i + 5, over the matrix's column i
+    ax_tree.set_axis_off()
+    ax_tree.set_title("cosine similarity of label vectors, ordered by their hierarchical clustering "
+                      "(average linkage, cosine distance)", fontsize=9)
     image = ax_sim.imshow(sims[numpy.ix_(order, order)], cmap="RdBu_r", vmin=-1, vmax=1)
     ax_sim.set_xticks(range(n), [_plain(labels[i]) for i in order], rotation=90, fontsize=6)
     ax_sim.set_yticks(range(n), [_plain(labels[i]) for i in order], fontsize=6)
-    ax_sim.set_title("cosine similarity of label vectors", fontsize=9)
-    fig.colorbar(image, ax=ax_sim, shrink=0.7)
-    fig.tight_layout()
+    if families:
+        for ticks in (ax_sim.get_xticklabels(), ax_sim.get_yticklabels()):
+            for tick, i in zip(ticks, order):
+                tick.set_color(colors[i])
+    fig.colorbar(image, cax=ax_bar)
     output_path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(output_path, dpi=120)
+    fig.savefig(output_path, dpi=120, bbox_inches="tight")
     plt.close(fig)
     closeness, by_family = variant_closeness(labels, sims, bases), family_closeness(labels, sims)
     parts = [tagger.describe_label_space()]

@@ -11,7 +11,9 @@ columns). The phases are counted in optimizer steps (``w_steps``,
 ``a_steps``), or in epochs (``w_epochs``, ``a_epochs``; an epoch is as many
 training examples as ``initialize`` was given): ``w_epochs = a_epochs = 5``
 with 55 epochs is the paper's schedule (§5: 5 epochs on w, then 5 rounds of
-5 epochs on A and 5 on w). :meth:`DistroPipe.finish_update` steps only the
+5 epochs on A and 5 on w). ``a_rounds`` ends the alternation after that
+many A phases: from there on every step is on w (the paper stops after 5
+rounds). :meth:`DistroPipe.finish_update` steps only the
 current phase's sublayers of the model (see :mod:`..models.distro`). With
 the model's ``onehot = true`` A stays the identity and every step is a w
 step: the structured SVM baseline.
@@ -59,12 +61,14 @@ class DistroPipe(StructPrefPipe, TrainablePipe):
     """A DISTRO component; see the module docstring."""
 
     def __init__(self, vocab, model: Model, name: Optional[str] = None, *, w_steps: int = 100, a_steps: int = 20,
-                 w_epochs: Optional[int] = None, a_epochs: Optional[int] = None, restarts: int = 1,
-                 nuclear_lambda: float = 1.0, a_learn_rate_scale: float = 1.0, cost: float = 1.0,
+                 w_epochs: Optional[int] = None, a_epochs: Optional[int] = None, a_rounds: Optional[int] = None,
+                 restarts: int = 1, nuclear_lambda: float = 1.0, a_learn_rate_scale: float = 1.0, cost: float = 1.0,
                  scorer: Optional[Callable] = None):
         if (w_epochs is None) != (a_epochs is None) or (w_epochs is not None and (w_epochs < 1 or a_epochs < 0)):
             raise TaggerError("w_epochs and a_epochs are set together (w_epochs >= 1, a_epochs >= 0) or both "
                               f"null (phases in steps), got {w_epochs}, {a_epochs}")
+        if a_rounds is not None and a_rounds < 0:
+            raise TaggerError(f"a_rounds must be >= 0 or null (A phases without end), got {a_rounds}")
         if restarts < 1 or (restarts > 1 and not a_epochs):
             raise TaggerError(f"restarts must be >= 1, and above 1 needs phases in epochs with a_epochs >= 1 "
                               f"(the restarts are compared after the first A phase), got restarts = {restarts}, "
@@ -73,7 +77,7 @@ class DistroPipe(StructPrefPipe, TrainablePipe):
         self.model = model
         self.name = name or self.factory
         self.cfg = {"labels": [], "w_steps": w_steps, "a_steps": a_steps, "w_epochs": w_epochs,
-                    "a_epochs": a_epochs, "restarts": restarts, "nuclear_lambda": nuclear_lambda,
+                    "a_epochs": a_epochs, "a_rounds": a_rounds, "restarts": restarts, "nuclear_lambda": nuclear_lambda,
                     "a_learn_rate_scale": a_learn_rate_scale, "cost": cost, "epoch_size": None}
         self._check_schedule(self.cfg)
         self.scorer = scorer
@@ -184,7 +188,11 @@ class DistroPipe(StructPrefPipe, TrainablePipe):
         w, a = self.cfg[f"w_{unit}"], self.cfg[f"a_{unit}"]
         if self.model.attrs["onehot"] or a == 0:
             return True, False
-        in_w = (self.epoch if self.in_epochs else self.n_steps) % (w + a) < w
+        done = self.epoch if self.in_epochs else self.n_steps
+        rounds = self.cfg["a_rounds"]
+        if rounds is not None and done >= rounds * (w + a):  # the A phases are over: w only from here
+            return True, False
+        in_w = done % (w + a) < w
         return in_w, not in_w
 
     def _start_batch(self, n_docs: int) -> None:
@@ -410,9 +418,10 @@ class DistroPipe(StructPrefPipe, TrainablePipe):
         text = f"{n} tags, label vectors of d = {d}, effective rank {self.effective_rank}"
         if self.has_label_structure:
             return text
+        unit = "epochs" if self.in_epochs else "steps"
         how = ("onehot = true keeps A the identity" if self.model.attrs["onehot"] else
-               f"A moves in its phases of a_steps = {self.cfg['a_steps']} steps after every "
-               f"w_steps = {self.cfg['w_steps']} optimizer steps")
+               f"A moves in its phases of a_{unit} = {self.cfg['a_' + unit]} {unit} after every "
+               f"w_{unit} = {self.cfg['w_' + unit]} {'epochs' if self.in_epochs else 'optimizer steps'}")
         return f"{text}: orthogonal label vectors, every similarity is 0 (no structure yet; {how})"
 
     def most_similar(self, tag: str, n: int = 5) -> List[Tuple[str, float]]:

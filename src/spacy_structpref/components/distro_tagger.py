@@ -35,12 +35,13 @@ class DistroTaggerComponent(DistroPipe):
 
     def __init__(self, vocab, model: Model, name: str = "distro_tagger", *,
                  overwrite: bool = False, w_steps: int = 100, a_steps: int = 20,
-                 w_epochs: Optional[int] = None, a_epochs: Optional[int] = None, restarts: int = 1,
+                 w_epochs: Optional[int] = None, a_epochs: Optional[int] = None, a_rounds: Optional[int] = None,
+                 restarts: int = 1,
                  nuclear_lambda: float = 1.0, a_learn_rate_scale: float = 1.0,
                  cost: float = 1.0, tag_dict_min_count: Optional[int] = None,
                  scorer: Optional[Callable] = None):
         super().__init__(vocab, model, name, w_steps=w_steps, a_steps=a_steps, w_epochs=w_epochs,
-                         a_epochs=a_epochs, restarts=restarts, nuclear_lambda=nuclear_lambda,
+                         a_epochs=a_epochs, a_rounds=a_rounds, restarts=restarts, nuclear_lambda=nuclear_lambda,
                          a_learn_rate_scale=a_learn_rate_scale, cost=cost, scorer=scorer)
         if tag_dict_min_count is not None and (not isinstance(tag_dict_min_count, int)
                                                or tag_dict_min_count < 1):

@@ -28,8 +28,8 @@ def distro_model(features: str) -> dict:
 
 
 # the learning settings of the DISTRO components
-DISTRO_SCHEDULE = {"w_steps": 100, "a_steps": 20, "w_epochs": None, "a_epochs": None, "restarts": 1,
-                   "nuclear_lambda": 1.0, "a_learn_rate_scale": 1.0, "cost": 1.0}
+DISTRO_SCHEDULE = {"w_steps": 100, "a_steps": 20, "w_epochs": None, "a_epochs": None, "a_rounds": None,
+                   "restarts": 1, "nuclear_lambda": 1.0, "a_learn_rate_scale": 1.0, "cost": 1.0}
 # the effective rank of A in the scores; its share of the labels a column of spacy train's table
 DISTRO_RANK_WEIGHTS = {"effective_rank": None, "rank_share": 0.0}
 
@@ -45,14 +45,15 @@ PARSEVAL_WEIGHTS = {"parseval_f": 1.0, "parseval_p": 0.0, "parseval_r": 0.0, "pa
     default_score_weights={"tag_acc": 1.0, **DISTRO_RANK_WEIGHTS},
 )
 def make_distro_tagger(nlp: Language, name: str, model: Model, overwrite: bool, w_steps: int,
-                       a_steps: int, w_epochs: Optional[int], a_epochs: Optional[int], restarts: int,
-                       nuclear_lambda: float, a_learn_rate_scale: float,
+                       a_steps: int, w_epochs: Optional[int], a_epochs: Optional[int], a_rounds: Optional[int],
+                       restarts: int, nuclear_lambda: float, a_learn_rate_scale: float,
                        cost: float, tag_dict_min_count: Optional[int], scorer: Optional[Callable]):
     guard_pipeline(nlp)
     from .distro_tagger import DistroTaggerComponent
 
     return DistroTaggerComponent(nlp.vocab, model, name, overwrite=overwrite, w_steps=w_steps,
-                                 a_steps=a_steps, w_epochs=w_epochs, a_epochs=a_epochs, restarts=restarts,
+                                 a_steps=a_steps, w_epochs=w_epochs, a_epochs=a_epochs, a_rounds=a_rounds,
+                                 restarts=restarts,
                                  nuclear_lambda=nuclear_lambda, a_learn_rate_scale=a_learn_rate_scale, cost=cost,
                                  tag_dict_min_count=tag_dict_min_count, scorer=scorer)
 
@@ -65,14 +66,14 @@ def make_distro_tagger(nlp: Language, name: str, model: Model, overwrite: bool, 
     default_score_weights={"cats_acc": 1.0, **DISTRO_RANK_WEIGHTS},
 )
 def make_distro_textcat(nlp: Language, name: str, model: Model, w_steps: int, a_steps: int,
-                        w_epochs: Optional[int], a_epochs: Optional[int], restarts: int,
+                        w_epochs: Optional[int], a_epochs: Optional[int], a_rounds: Optional[int], restarts: int,
                         nuclear_lambda: float, a_learn_rate_scale: float, cost: float,
                         scorer: Optional[Callable]):
     guard_pipeline(nlp)
     from .distro_textcat import DistroTextcat
 
     return DistroTextcat(nlp.vocab, model, name, w_steps=w_steps, a_steps=a_steps, w_epochs=w_epochs,
-                         a_epochs=a_epochs, restarts=restarts, nuclear_lambda=nuclear_lambda,
+                         a_epochs=a_epochs, a_rounds=a_rounds, restarts=restarts, nuclear_lambda=nuclear_lambda,
                          a_learn_rate_scale=a_learn_rate_scale, cost=cost, scorer=scorer)
 
 

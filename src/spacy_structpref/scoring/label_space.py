@@ -15,8 +15,9 @@ def family_closeness(labels: Sequence[str], sims: numpy.ndarray,
     default the scheme of :func:`..corpora.labels.label_families`): how many
     have their nearest label by cosine (ties count against it) in their own
     family, the share expected from a random neighbour, the mean cosine of
-    two labels within a family and across families, each family's own mean
-    (``within_by_family``, families of two or more) and the mean cosine
+    two labels within a family and across families, each family's size
+    (``sizes``) and own mean (``within_by_family``, families of two or
+    more) and the mean cosine
     between every two families (``between``, keyed ``(family, family)``,
     each pair once in sorted order). None unless every label has a family
     and some family has two."""
@@ -42,6 +43,7 @@ def family_closeness(labels: Sequence[str], sims: numpy.ndarray,
     between = {(a, b): float(sims[numpy.ix_(members[a], members[b])].mean())
                for i, a in enumerate(names) for b in names[i + 1:]}
     return {"labels": n, "families": len(names), "nearest_in_family": nearest,
+            "sizes": {name: int(m.sum()) for name, m in members.items()},
             "chance": float((same & off).sum() / (n * (n - 1))),
             "cosine_within": float(sims[same & off].mean()), "cosine_across": float(sims[~same].mean()),
             "within_by_family": within, "between": between}
