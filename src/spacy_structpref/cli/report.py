@@ -45,7 +45,7 @@ SECTIONS = (("tagging", "Tagging and classification"), ("curve", "Learning curve
 # metrics forms (json_form) -> section
 FORM_SECTION = {"spacy_scores": "tagging", "learning_curve": "curve", "parseval": "parseval",
                 "reranker": "reranker", "incremental": "incremental", "attachment_tables": "attachment",
-                "parser_selection": "parseval", "other": "other"}
+                "parser_selection": "parseval", "setting_grid": "tagging", "other": "other"}
 STYLE = """
 body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:0 auto;max-width:1400px;padding:0 1.5em 3em;
 color:#222;line-height:1.4}
@@ -399,7 +399,8 @@ def build_report(metrics: Path = Path("metrics"), plots: Path = Path("plots"),
                 by_form.setdefault(json_form(data), []).append((path, data))
     together = {"spacy_scores": _spacy_scores_html, "parseval": _parseval_html}  # one table for all files
     apart = {"learning_curve": _curve_html, "reranker": _reranker_html, "attachment_tables": _attachment_html,
-             "incremental": _generic_file_html, "parser_selection": _generic_file_html, "other": _generic_file_html}
+             "incremental": _generic_file_html, "parser_selection": _generic_file_html,
+             "setting_grid": _generic_file_html, "other": _generic_file_html}
     for form, files in by_form.items():
         if form in together:
             groups = [(files, together[form])]
