@@ -261,10 +261,9 @@ def finish_label_update(labels: Model, optimizer: Optimizer, *, lr_scale: float,
     hinge loss plus ``λ2 ||A||_*`` (Srikumar & Manning 2014), i.e. the
     optimizer's step with its learning rate scaled by ``lr_scale``, then
     :func:`prox_step` with threshold ``step · λ2`` (step = learn_rate ·
-    lr_scale). The optimizer's "average" of A, which spaCy evaluates and
-    saves, is A itself: w is fitted to the current A (in a w phase A rests),
-    and an average over A's past steps would pair it with an A it was not
-    fitted to. Returns the rank after thresholding."""
+    lr_scale). The optimizer's running average of A, which spaCy evaluates
+    and saves, gets the same map so that it too is low-rank with unit columns.
+    Returns the rank after thresholding."""
     key = (labels.id, "A")
     if labels.has_grad("A"):
         A, _ = optimizer(key, labels.get_param("A"), labels.get_grad("A"), lr_scale=lr_scale)
@@ -272,9 +271,27 @@ def finish_label_update(labels: Model, optimizer: Optimizer, *, lr_scale: float,
     threshold = float(optimizer.learn_rate) * lr_scale * nuclear_lambda
     A, rank = prox_step(labels.get_param("A"), threshold)
     labels.set_param("A", A)
-    if optimizer.averages is not None:
-        optimizer.averages[key] = labels.ops.xp.array(A, copy=True)
+    if optimizer.averages is not None and key in optimizer.averages:
+        optimizer.averages[key] = prox_step(optimizer.averages[key], threshold)[0]
     return rank
+
+
+def restart_averages(model: Model, optimizer: Optimizer) -> None:
+    """Set the optimizer's running average of every parameter of ``model``
+    to its current value. DISTRO's phases alternate between two objectives
+    (w for a fixed A, A for a fixed w; Srikumar & Manning 2014, Algorithm
+    1): an average carried across a phase change mixes weights fitted to an
+    earlier A with those fitted to the current one, and pairs them with an
+    average of A that is not the A they were fitted to. So each phase
+    averages from its own start, and the resting part is evaluated at the
+    value the moving part is fitted to."""
+    if optimizer.averages is None:
+        return
+    for node in model.walk():
+        for name in node.param_names:
+            key = (node.id, name)
+            if key in optimizer.averages and node.has_param(name):
+                optimizer.averages[key] = node.ops.xp.array(node.get_param(name), copy=True)
 
 
 def prox_step(A: Floats2d, threshold: float) -> Tuple[Floats2d, int]:
