@@ -311,35 +311,3 @@ def test_a_rounds_in_steps():
         nlp.update(train[step:step + 1], sgd=opt)
         moved.append(not numpy.array_equal(A, tagger.label_matrix))
     assert [i for i, m in enumerate(moved) if m] == [2, 5]
-
-
-def test_each_phase_averages_from_its_start():
-    """w_steps = 3, a_steps = 2 with averaging (spaCy evaluates and saves the
-    averages): in each phase after the first, the resting part's average is
-    the value the moving part is fitted to, and the average of w is thinc's
-    running average started from w's value at the phase's start over this
-    phase's steps alone (recomputed here)."""
-    from thinc.api import Adam
-
-    nlp = spacy.blank("xx")
-    tagger = _family_tagger(nlp, w_steps=3, a_steps=2, nuclear_lambda=0.0)
-    train = _family_examples(nlp)
-    opt = nlp.initialize(lambda: train, sgd=Adam(0.01, use_averages=True))
-    labels, weights = tagger.model.get_ref("labels"), tagger.model.get_ref("weights")
-    a_key, w_key = (labels.id, "A"), (weights.id, "WT")
-    w_average = None
-    for step in range(13):
-        A, WT = labels.get_param("A").copy(), weights.get_param("WT").copy()
-        nlp.update(train[step % 12:step % 12 + 1], sgd=opt)
-        if step < 3:
-            continue
-        if step % 5 < 3:  # a w step: A rests at its value, w averages from the phase's start
-            if step % 5 == 0:
-                w_average = WT.copy()
-            t = opt.nr_update[w_key]
-            w_average -= (1 - min((1.0 + t) / (10.0 + t), 0.9999)) * (w_average - weights.get_param("WT"))
-            numpy.testing.assert_array_equal(opt.averages[a_key], A)
-            numpy.testing.assert_allclose(opt.averages[w_key], w_average, rtol=1e-5, atol=1e-6)
-        else:  # an A step: w rests at its value
-            numpy.testing.assert_array_equal(opt.averages[w_key], WT)
-            assert not numpy.array_equal(opt.averages[a_key], A)

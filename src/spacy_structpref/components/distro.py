@@ -48,7 +48,7 @@ from thinc.api import Model, set_dropout_rate
 
 from ..errors import SavedModelError, TaggerError, check_count, check_number
 from ..models.distro import (adopt_parameters, copy_model, draw_label_matrix, effective_rank, finish_label_update,
-                             nuclear_norm, restart_averages, set_phase, starts_random, weight_norm)
+                             nuclear_norm, set_phase, starts_random, weight_norm)
 from ..models.weights import check_finite_weights, message_weights
 from ..saving import Part
 from .base import StructPrefPipe
@@ -85,7 +85,6 @@ class DistroPipe(StructPrefPipe, TrainablePipe):
         self.n_docs = 0  # training examples seen: drives a schedule in epochs
         self.epoch = 0  # the epoch of the current batch (schedule in epochs)
         self.last_rank: Optional[int] = None
-        self.averaged_phase: Optional[Tuple[bool, bool]] = None  # the phase the optimizer's averages belong to
         # restarts still in the running besides self.model, and each one's hinge loss in this epoch
         self.restart_models: List[Model] = []
         self.epoch_loss: List[float] = [0.0]
@@ -143,7 +142,6 @@ class DistroPipe(StructPrefPipe, TrainablePipe):
         self.model.initialize(X=docs)
         self.cfg["epoch_size"] = sum(1 for eg in get_examples() if len(eg.predicted))
         self.n_steps = self.n_docs = self.epoch = self.epoch_docs = 0
-        self.averaged_phase = None
         self.restart_models = []
         labels = self.model.get_ref("labels")
         if self.cfg["restarts"] > 1:
@@ -244,13 +242,7 @@ class DistroPipe(StructPrefPipe, TrainablePipe):
         """Step the current phase's sublayers only: Thinc keeps gradients
         (zeroed) between steps, so an optimizer shown the resting part's
         parameters would keep moving them with Adam's momentum."""
-        phase = self._phase()
-        if phase != self.averaged_phase:
-            if self.averaged_phase is not None:  # each phase averages from its own start (restart_averages)
-                for model in self.models:
-                    restart_averages(model, sgd)
-            self.averaged_phase = phase
-        update_w = phase[0]
+        update_w = self._phase()[0]
         for i, model in enumerate(self.models):
             if update_w:
                 for name in ("tok2vec", "weights"):

@@ -276,24 +276,6 @@ def finish_label_update(labels: Model, optimizer: Optimizer, *, lr_scale: float,
     return rank
 
 
-def restart_averages(model: Model, optimizer: Optimizer) -> None:
-    """Set the optimizer's running average of every parameter of ``model``
-    to its current value. DISTRO's phases alternate between two objectives
-    (w for a fixed A, A for a fixed w; Srikumar & Manning 2014, Algorithm
-    1): an average carried across a phase change mixes weights fitted to an
-    earlier A with those fitted to the current one, and pairs them with an
-    average of A that is not the A they were fitted to. So each phase
-    averages from its own start, and the resting part is evaluated at the
-    value the moving part is fitted to."""
-    if optimizer.averages is None:
-        return
-    for node in model.walk():
-        for name in node.param_names:
-            key = (node.id, name)
-            if key in optimizer.averages and node.has_param(name):
-                optimizer.averages[key] = node.ops.xp.array(node.get_param(name), copy=True)
-
-
 def prox_step(A: Floats2d, threshold: float) -> Tuple[Floats2d, int]:
     """Nuclear-norm proximal map on A, i.e. its singular values
     soft-thresholded by ``threshold`` (Cai, Candès & Shen 2010, Theorem 2.1),
