@@ -52,6 +52,11 @@ def test_each_fold_trains_a_pipeline_and_a_failure_names_its_log(tiny_ptb, tmp_p
     for f in range(2):
         nlp = spacy.load(tmp_path / "out" / f"fold_{f}" / "model-best")
         assert nlp.pipe_names == ["forest_parser"]
+    # one fold alone (the others' trainings go to another job)
+    assert train_folds(CONFIGS / "forest_parser.cfg", tmp_path / "folds", tmp_path / "one", overrides, only=[1]) == [0]
+    assert sorted(p.name for p in (tmp_path / "one").iterdir()) == ["fold_1", "fold_1.log"]
+    with pytest.raises(StructPrefError, match="not \\[2\\]"):
+        train_folds(CONFIGS / "forest_parser.cfg", tmp_path / "folds", tmp_path / "one", overrides, only=[1, 2])
     with pytest.raises(StructPrefError, match="fold_0.log"):
         train_folds(CONFIGS / "forest_parser.cfg", tmp_path / "folds", tmp_path / "bad",
                     ["--components.forest_parser.k", "0"])

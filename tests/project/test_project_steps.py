@@ -13,6 +13,7 @@ from spacy.tokens import Doc, DocBin
 
 from spacy_structpref.cli.project_steps import (NEW_RUN_GAP, duration, is_summary, key_figure, record,
                                                 run_timed, step_figure, summary)
+from spacy_structpref.cli.side_by_side import group_members, step_order
 from spacy_structpref.errors import StructPrefError
 from tests.helpers.paths import ROOT
 
@@ -148,13 +149,23 @@ def test_every_step_is_timed_and_the_summary_ends_the_workflow(workflow):
             assert words[:6] == ["python", "-m", "spacy_structpref", "timed", step, "--"], line
 
 
+def _expanded(steps: list, commands: dict) -> list:
+    """A workflow's steps with each side-by-side group replaced by its members."""
+    return [member for step in steps
+            for member in ([m for line in commands[step]["script"] for m in group_members(line)] or [step])]
+
+
 def test_the_main_job_makes_the_package_and_leaves_the_papers_tables_to_paper():
     project = _project()
-    steps, paper = project["workflows"]["all"], project["workflows"]["paper"]
     commands = {c["name"]: c for c in project["commands"]}
+    steps, paper = _expanded(project["workflows"]["all"], commands), project["workflows"]["paper"]
     for step in ("select-parser", "package", "train-kernel-textcat-tree", "report"):
         assert step in steps
-    assert steps.index("select-parser") > max(steps.index("evaluate-forest-parser"), steps.index("evaluate-span-parser"))
+    group = next(s for s in project["workflows"]["all"] if _expanded([s], commands) != [s])
+    waits = step_order(commands, _expanded([group], commands))
+    # the parser is chosen between the two rerankers, each trained on its own parser's lists
+    assert {"train-parse-reranker", "train-span-reranker"} <= waits["select-parser"]
+    assert "span-rerank-lists" in waits["train-span-reranker"] and "rerank-lists" in waits["train-parse-reranker"]
     assert steps.index("package") > max(steps.index(s) for s in ("train-parse-reranker", "select-parser",
                                                                  "train-attachment-predictor"))
     assert any(o.startswith("packages/") and o.endswith(".tar.gz") for o in commands["package"]["outputs"])
@@ -169,7 +180,8 @@ def test_ci_checks_what_the_workflow_writes():
     """.ci/run checks files that steps of `all` write, and the step times of `all`."""
     ci = (ROOT / ".ci" / "run").read_text()
     project = _project()
-    steps = project["workflows"]["all"]
+    commands = {c["name"]: c for c in project["commands"]}
+    steps = _expanded(project["workflows"]["all"], commands)
     outputs = {o for c in project["commands"] if c["name"] in steps for o in c.get("outputs", [])}
     checked = re.findall(r"test -s (\S+)", ci)
     assert checked and set(checked) <= outputs, set(checked) - outputs

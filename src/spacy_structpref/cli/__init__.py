@@ -57,12 +57,14 @@ def train_folds_cli(
     folds_dir: Path = typer.Argument(..., help="What fold-corpora wrote"),
     output_dir: Path = typer.Argument(..., help="Where OUTPUT_DIR/fold_F/model-best go"),
     n_jobs: int = typer.Option(1, "--n-jobs", help="Fold trainings side by side"),
+    only: Optional[str] = typer.Option(None, "--only", help="Train these folds alone, e.g. 0,1 (default: all)"),
 ):
     """Train one pipeline per jackknife fold with spacy train (extra options,
     e.g. --training.max_epochs 12, go to every training)."""
     from .folds import train_folds
 
-    train_folds(config, folds_dir, output_dir, ctx.args, n_jobs)
+    train_folds(config, folds_dir, output_dir, ctx.args, n_jobs,
+                only=None if only is None else parse_numbers(only, int, "--only"))
 
 
 @command("evaluate-parse")
@@ -204,6 +206,23 @@ def timed_cli(
     status = run_timed(step, list(cmd), timings)
     if status:
         raise typer.Exit(status)
+
+
+@command("side-by-side", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def side_by_side_cli(
+    ctx: typer.Context,
+    steps: List[str] = typer.Argument(..., help="Commands of project.yml, the long ones first"),
+    n_jobs: int = typer.Option(2, "--n-jobs", "-j", help="Steps run at a time"),
+    project_dir: Path = typer.Option(Path("."), "--project", help="Directory of project.yml"),
+    force: bool = typer.Option(False, "--force", help="Run steps whose deps and outputs are unchanged"),
+):
+    """Run project steps N at a time, in the order their deps and outputs
+    allow, each as `spacy project run STEP` would (logs in logs/STEP.log);
+    pass every variable they use as --vars.NAME VALUE."""
+    from .side_by_side import run_side_by_side, split_arguments
+
+    steps, overrides = split_arguments([*steps, *ctx.args])
+    run_side_by_side(steps, n_jobs, overrides, project_dir, force=force)
 
 
 @command("summary")

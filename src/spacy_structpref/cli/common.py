@@ -3,7 +3,7 @@ registers a command with clean failures, and the options' helpers."""
 import functools
 import os
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Callable, Dict, Optional
 
 import typer
 from wasabi import Printer, color
@@ -105,3 +105,17 @@ def parse_numbers(text: str, kind, what: str) -> list:
         return [kind(x) for x in text.split(",") if x.strip()]
     except ValueError:
         raise StructPrefError(f"{what} must be a comma-separated list of numbers, got {text!r}")
+
+
+# numerical libraries' thread counts, one each in a job run beside others
+THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def single_threaded_environment() -> Dict[str, str]:
+    """This process's environment with one thread per numerical library
+    where the user has not chosen a number: for jobs run side by side,
+    whose BLAS threads would otherwise compete for the same cores."""
+    env = dict(os.environ)
+    for name in THREAD_VARIABLES:
+        env.setdefault(name, "1")
+    return env

@@ -7,6 +7,7 @@ last step of ``spacy project run all``) prints every step of the workflow
 with its time and its key figure, read from the outputs ``project.yml``
 declares for it (metrics JSON, trained pipelines' dev scores, corpus sizes).
 """
+import fcntl
 import json
 import shlex
 import subprocess
@@ -52,6 +53,15 @@ def record(step: str, command: str, seconds: float, status: int, start: float,
     return the record: ``seconds`` (the step's lines so far), ``status``
     (the first non-zero exit status, else 0), ``finished`` (Unix time) and
     ``commands``."""
+    timings = Path(timings)
+    timings.parent.mkdir(parents=True, exist_ok=True)
+    # steps run side by side record into the same file: one read-modify-write at a time
+    with open(timings.with_name(timings.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _record(step, command, seconds, status, start, timings)
+
+
+def _record(step: str, command: str, seconds: float, status: int, start: float, timings: Path) -> dict:
     data = _read_timings(timings)
     entry = data.get(step)
     if (entry is None or start - entry["finished"] > NEW_RUN_GAP
@@ -67,17 +77,24 @@ def record(step: str, command: str, seconds: float, status: int, start: float,
     return entry
 
 
+def interpreter_command(command: List[str]) -> List[str]:
+    """``command`` with ``python``/``pip`` read as the project runner reads
+    them: this interpreter (and its pip)."""
+    run = list(command)
+    if run and run[0] in ("python", "python3"):
+        run = [sys.executable, *run[1:]]
+    elif run and run[0] in ("pip", "pip3"):
+        run = [sys.executable, "-m", "pip", *run[1:]]
+    return run
+
+
 def run_timed(step: str, command: List[str], timings: Path = TIMINGS) -> int:
     """Run ``command`` (``python``/``pip`` as the project runner reads them:
     this interpreter), its output going straight through; record its time
     under ``step`` and print it. Returns the command's exit status."""
     if not command:
         raise StructPrefError(f"timed {step}: no command to run (put it after --)")
-    run = list(command)
-    if run[0] in ("python", "python3"):
-        run = [sys.executable, *run[1:]]
-    elif run[0] in ("pip", "pip3"):
-        run = [sys.executable, "-m", "pip", *run[1:]]
+    run = interpreter_command(command)
     start = time.time()
     try:
         status = subprocess.run(run).returncode
@@ -231,9 +248,9 @@ def summary_rows(project_dir: Path = Path("."), workflow: str = "all", timings: 
     commands = {c["name"]: c for c in config.get("commands", [])}
     times = _read_timings(project_dir / (timings or TIMINGS))
     rows, total = [], 0.0
-    for step in config["workflows"][workflow]:
-        if is_summary(commands.get(step)):  # this table
-            continue
+    from .side_by_side import group_members
+
+    def row(step: str, name: str) -> list:
         entry = times.get(step)
         outputs = commands[step].get("outputs", []) if step in commands else []
         if entry is None:
@@ -241,8 +258,16 @@ def summary_rows(project_dir: Path = Path("."), workflow: str = "all", timings: 
         else:
             when = time.strftime("%Y-%m-%d %H:%M", time.localtime(entry["finished"]))
             state = f"failed ({entry['status']})" if entry["status"] else "ok"
-            total += entry["seconds"]
-        rows.append([step, duration(entry and entry["seconds"]), when, state, step_figure(outputs, project_dir)])
+        return [name, duration(entry and entry["seconds"]), when, state, step_figure(outputs, project_dir)]
+
+    for step in config["workflows"][workflow]:
+        if is_summary(commands.get(step)):  # this table
+            continue
+        rows.append(row(step, step))
+        total += times.get(step, {}).get("seconds", 0.0)
+        # a group's steps ran side by side within its time: listed under it, not added to the total
+        members = [m for line in commands.get(step, {}).get("script", []) for m in group_members(line)]
+        rows.extend(row(member, f"  ↳ {member}") for member in members)
     rows.append(["total", duration(total), "", "", ""])
     return rows
 
