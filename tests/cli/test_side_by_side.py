@@ -37,12 +37,16 @@ def _events(project: Path) -> list:
     return (project / "events.txt").read_text().split("\n")[:-1]
 
 
-def test_steps_run_side_by_side_after_what_they_read(tmp_path, monkeypatch):
+def test_steps_run_side_by_side_after_what_they_read(tmp_path, monkeypatch, capsys):
+    from spacy_structpref.cli import side_by_side
+
     monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    monkeypatch.setattr(side_by_side, "STATUS_EVERY", 0.3)
     project = _project(tmp_path, {"slow": ([], "a.txt", 1.0), "after_slow": (["a.txt"], "b.txt", 0),
                                   "fast": ([], "c.txt", 0.2)})
     outcome = run_side_by_side(["slow", "after_slow", "fast"], 2, split_arguments(["slow", "--vars.word", "hi"])[1], project)
     assert outcome == {"slow": "done", "after_slow": "done", "fast": "done"}
+    assert "steps finished; running: slow (" in capsys.readouterr().out  # what a long step's wait shows
     events = _events(project)
     # slow and fast overlap; after_slow starts only once slow has ended
     assert events.index("start fast") < events.index("end slow")

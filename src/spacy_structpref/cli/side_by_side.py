@@ -30,6 +30,7 @@ from .common import single_threaded_environment
 from .project_steps import duration, interpreter_command
 
 LOGS = Path("logs")
+STATUS_EVERY = 60.0  # seconds between the lines saying what is still running
 _VARIABLE = re.compile(r"\$\{vars\.([A-Za-z0-9_]+)\}")
 
 
@@ -147,7 +148,11 @@ def run_side_by_side(steps: Sequence[str], n_jobs: int, overrides: Dict[str, obj
                     running[pool.submit(run, step)] = (step, time.time())
             if not running:
                 break
-            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            done, _ = wait(running, timeout=STATUS_EVERY, return_when=FIRST_COMPLETED)
+            if not done:
+                now = time.time()
+                msg.text(f"… {len(finished)} of {len(steps)} steps finished; running: "
+                         + ", ".join(f"{step} ({duration(now - start)})" for step, start in running.values()))
             for future in done:
                 step, start = running.pop(future)
                 try:
@@ -162,7 +167,8 @@ def run_side_by_side(steps: Sequence[str], n_jobs: int, overrides: Dict[str, obj
                     failed = True
                     msg.fail(f"{step}: {state}; see {LOGS / (step + '.log')}")
     msg.table([(s, outcome[s]) for s in steps], header=("step", "outcome"), divider=True)
-    bad = [s for s in steps if outcome[s] not in ("done", "skipped")]
+    bad = ([s for s in steps if outcome[s].startswith("failed")]
+           or [s for s in steps if outcome[s] not in ("done", "skipped")])
     if bad:
         raise StructPrefError(f"side by side: {bad[0]} {outcome[bad[0]]}; see {LOGS / (bad[0] + '.log')}")
     return outcome
