@@ -86,7 +86,8 @@ def test_the_variables_steps_use_must_be_passed(tmp_path):
         split_arguments(["one", "--force"])
     with pytest.raises(StructPrefError, match="name the project steps"):
         split_arguments(["--vars.word", "x"])
-    assert split_arguments(["a", "b", "--vars.word=x", "--vars.n", "3"]) == (["a", "b"], {"vars.word": "x", "vars.n": 3})
+    assert split_arguments(["a", "b", "--vars.word=x", "--vars.n", "-3", "--vars.flag", "--vars.m", "1"]) == (
+        ["a", "b"], {"vars.word": "x", "vars.n": -3, "vars.flag": True, "vars.m": 1})
 
 
 def test_step_order_follows_outputs_and_refuses_cycles():

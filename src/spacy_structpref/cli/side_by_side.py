@@ -176,15 +176,20 @@ def run_side_by_side(steps: Sequence[str], n_jobs: int, overrides: Dict[str, obj
 
 def split_arguments(words: Sequence[str]) -> Tuple[List[str], Dict[str, object]]:
     """The steps and the ``--vars.NAME VALUE`` (or ``--vars.NAME=VALUE``)
-    overrides of a command line, as weasel reads overrides."""
+    overrides of a command line, as weasel reads overrides (a value may
+    start with a dash: ``--vars.gpu_id -1``)."""
     from weasel.util import parse_config_overrides
 
     words = list(words)
     first = next((i for i, w in enumerate(words) if w.startswith("-")), len(words))
-    steps, options = words[:first], words[first:]
-    bad = [w for w in options if w.startswith("-") and not w.startswith("--vars.")]
-    if bad:
-        raise StructPrefError(f"unknown option {bad[0]} (only --vars.NAME VALUE are passed to the steps)")
+    steps, options, i = words[:first], [], first
+    while i < len(words):
+        word = words[i]
+        if not word.startswith("--vars."):
+            raise StructPrefError(f"unknown option {word} (only --vars.NAME VALUE are passed to the steps)")
+        takes_value = "=" not in word and i + 1 < len(words) and not words[i + 1].startswith("--")
+        options.extend(words[i:i + 2] if takes_value else [word])
+        i += 2 if takes_value else 1
     if not steps:
         raise StructPrefError("name the project steps to run before the --vars options")
     return steps, parse_config_overrides(options)
