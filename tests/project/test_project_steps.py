@@ -158,7 +158,7 @@ def _expanded(steps: list, commands: dict) -> list:
 def test_the_main_job_makes_the_package_and_leaves_the_papers_tables_to_paper():
     project = _project()
     commands = {c["name"]: c for c in project["commands"]}
-    steps, paper = _expanded(project["workflows"]["all"], commands), project["workflows"]["paper"]
+    steps, paper = (_expanded(project["workflows"][w], commands) for w in ("all", "paper"))
     for step in ("select-parser", "package", "train-kernel-textcat-tree", "report"):
         assert step in steps
     group = next(s for s in project["workflows"]["all"] if _expanded([s], commands) != [s])
