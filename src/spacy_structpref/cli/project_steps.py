@@ -279,5 +279,5 @@ def summary(project_dir: Path = Path("."), workflow: str = "all", timings: Optio
     from wasabi import table
 
     return table(summary_rows(project_dir, workflow, timings), header=SUMMARY_HEADER, divider=True,
-                 aligns=SUMMARY_ALIGNS)
+                 aligns=SUMMARY_ALIGNS, max_col=40)
 
