@@ -22,8 +22,10 @@ The input is a :class:`LabelDAG`: the candidates of one or more preference
 sets hash-consed into distinct subtrees, so a subtree shared by many
 candidates (most of them, in a set) is computed once, forward and backward.
 Nodes are processed level by level (leaves first), all the nodes of a level
-at once: one matrix product per child position, in the parameters' dtype
-(float32), through the model's Thinc ops (numpy, or cupy on a GPU); the
+at once, in the parameters' dtype (float32): with Thinc's numpy ops as the
+Cython kernels of ``_recursive.pyx`` (every level in one call), with other
+ops (cupy on a GPU) through the array module, one matrix product per child
+position and level; the
 gradient is backpropagation through structure (Goller & Küchler 1996) over
 the DAG, as Costa et al. (2003) train their recursive network on the
 candidate trees of incremental parsing. ``W_k u(c)`` is computed once per
