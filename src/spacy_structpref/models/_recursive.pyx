@@ -178,6 +178,25 @@ def padded_rows(const float[:, :, ::1] W, bint transpose):
     return out
 
 
+cdef inline void _edge_sums(const int[:, ::1] pair_of, Py_ssize_t r, float[:, ::1] pairs, float* x,
+                            bint gather) noexcept nogil:
+    """Over row r's edges: add each pair's row into ``x`` (``gather``, the
+    forward pass) or ``x`` into each pair's row (the backward pass)."""
+    cdef Py_ssize_t k, j, p, H = pairs.shape[1]
+    cdef float* row
+    for k in range(pair_of.shape[0]):
+        p = pair_of[k, r]
+        if p < 0:
+            break
+        row = &pairs[p, 0]
+        if gather:
+            for j in range(H):
+                x[j] += row[j]
+        else:
+            for j in range(H):
+                row[j] += x[j]
+
+
 def plan_forward(const int[::1] labels, const int[:, ::1] pair_of, const int[::1] pair_child,
                  const long[::1] level_ends, const long[:, ::1] pair_bounds, const float[:, ::1] E,
                  const float[:, :, ::1] W, const float[::1] b, float[:, ::1] U, float[:, ::1] products) -> None:
@@ -197,7 +216,6 @@ cdef void _plan_forward(const int[::1] labels, const int[:, ::1] pair_of, const 
     cdef Py_ssize_t width = pair_of.shape[0], H = U.shape[1], n_levels = level_ends.shape[0]
     cdef Py_ssize_t h, r, k, j, p, start = 0
     cdef float* out
-    cdef const float* row
     cdef const float* e
     for h in range(n_levels):
         for r in range(start, level_ends[h]):
@@ -205,13 +223,7 @@ cdef void _plan_forward(const int[::1] labels, const int[:, ::1] pair_of, const 
             e = &E[labels[r], 0]
             for j in range(H):
                 out[j] = e[j] + b[j]
-            for k in range(width):
-                p = pair_of[k, r]
-                if p < 0:
-                    break
-                row = &products[p, 0]
-                for j in range(H):
-                    out[j] += row[j]
+            _edge_sums(pair_of, r, products, out, True)
         if level_ends[h] > start:
             tanh_inplace(&U[start, 0], (level_ends[h] - start) * H)
         start = level_ends[h]
@@ -243,7 +255,6 @@ cdef void _plan_backward(const int[::1] labels, const int[:, ::1] pair_of, const
     cdef Py_ssize_t width = pair_of.shape[0], H = U.shape[1], n_levels = level_ends.shape[0]
     cdef Py_ssize_t h, r, k, j, p, start
     cdef float* d
-    cdef float* dp
     cdef float* de
     cdef const float* u
     for h in range(n_levels - 1, -1, -1):
@@ -260,13 +271,7 @@ cdef void _plan_backward(const int[::1] labels, const int[:, ::1] pair_of, const
                 d[j] *= 1 - u[j] * u[j]
                 de[j] += d[j]
                 db[j] += d[j]
-            for k in range(width):
-                p = pair_of[k, r]
-                if p < 0:
-                    break
-                dp = &d_pairs[p, 0]
-                for j in range(H):
-                    dp[j] += d[j]
+            _edge_sums(pair_of, r, d_pairs, d, False)
 
 
 def level_plan(const long[:, ::1] children, const long[::1] heights, long n_levels):
