@@ -4,7 +4,7 @@ choose theirs; then score the chosen run on test.
 
     NLTK_DATA=../shared/nltk_data python bench/distro_grid.py configs/distro_paper.cfg training/grid_ptb \\
         --lambda1 0.0001,0.001 --lambda2 0.1,1 [--corpus basque] [--max-rank-share 0.7] \\
-        [--use last|best] [--test] [-- --training.max_epochs 25 ...]
+        [--use last|best] [--test] [--json metrics/grid.json] [-- --training.max_epochs 25 ...]
 
 Every point of the grid is one ``spacy train`` of the config, run one
 after another, into ``OUTPUT/l1_<λ1>_l2_<λ2>``; a point whose ``model-last``
@@ -16,8 +16,9 @@ of the label vectors within and across label families
 (``scoring.label_space.family_closeness``). It chooses the point of the
 best dev accuracy, among those whose rank is at most ``--max-rank-share``
 of the number of labels when that is given, and with ``--test`` scores the
-chosen model on the test split (``spacy evaluate --gold-preproc``). Extra
-arguments after ``--`` go to every ``spacy train``.
+chosen model on the test split (``spacy evaluate --gold-preproc``);
+``--json`` writes the grid, the choice and the test accuracy to a metrics
+file. Extra arguments after ``--`` go to every ``spacy train``.
 """
 import argparse
 import json
@@ -67,6 +68,7 @@ def main():
     parser.add_argument("--use", choices=("last", "best"), default="last")
     parser.add_argument("--max-rank-share", type=float, default=None)
     parser.add_argument("--test", action="store_true", help="score the chosen point on the test split")
+    parser.add_argument("--json", type=Path, default=None, help="write the grid, the choice and the test score here")
     args, extra = parser.parse_known_args()
     extra = [a for a in extra if a != "--"]
     args.output.mkdir(parents=True, exist_ok=True)
@@ -91,12 +93,20 @@ def main():
     chosen = max(allowed, key=lambda r: r[args.use])
     print(f"chosen: lambda1 {chosen['lambda1']}, lambda2 {chosen['lambda2']} (dev {chosen[args.use]:.2f}, "
           f"rank {chosen['rank']}/{chosen['labels']})")
+    test = None
     if args.test:
         metrics = chosen["path"] / f"test_{args.use}.json"
         subprocess.run([sys.executable, "-m", "spacy", "evaluate", str(chosen["path"] / f"model-{args.use}"),
                         f"corpus/{args.corpus}/test.spacy", "--gold-preproc", "--output", str(metrics)],
                        check=True, stdout=subprocess.DEVNULL)
-        print(f"test: {100 * json.loads(metrics.read_text())['tag_acc']:.2f}")
+        test = 100 * json.loads(metrics.read_text())["tag_acc"]
+        print(f"test: {test:.2f}")
+    if args.json is not None:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        plain = [{key: str(value) if key == "path" else value for key, value in r.items()} for r in rows]
+        args.json.write_text(json.dumps({"corpus": args.corpus, "config": args.config, "use": args.use,
+                                         "extra": extra, "grid": plain, "chosen": plain[rows.index(chosen)],
+                                         "test_acc": test}, indent=2))
 
 
 if __name__ == "__main__":

@@ -110,7 +110,8 @@ def json_form(data) -> str:
     (evaluate-parse), ``reranker`` (a reranking table's rows, first the
     1-best, last the oracle), ``incremental`` (the incremental parser's
     rows), ``attachment_tables``, ``spacy_scores`` (spacy evaluate),
-    ``parser_selection`` (select-parser) or ``other``."""
+    ``parser_selection`` (select-parser), ``setting_grid`` (a grid of
+    settings chosen on dev, bench/distro_grid.py) or ``other``."""
     if not isinstance(data, dict):
         return "other"
     if "summary" in data and "metric" in data:
@@ -129,6 +130,8 @@ def json_form(data) -> str:
         return "spacy_scores"
     if "selected" in data and isinstance(data.get("candidates"), list):
         return "parser_selection"
+    if isinstance(data.get("grid"), list) and isinstance(data.get("chosen"), dict):
+        return "setting_grid"
     return "other"
 
 
@@ -158,6 +161,11 @@ def _json_figure(data) -> str:
         metric = data["metric"]
         return f"selected {data['selected']} (dev {SCORE_NAMES.get(metric, metric)}: " + ", ".join(
             f"{c['model']} {format_score(c['dev'][metric])}" for c in data["candidates"]) + ")"
+    if form == "setting_grid":
+        chosen = data["chosen"]
+        test = "" if data.get("test_acc") is None else f"test {data['test_acc']:.2f}, "
+        return (f"{test}dev {chosen[data['use']]:.2f} at lambda1 {chosen['lambda1']}, lambda2 {chosen['lambda2']} "
+                f"(rank {chosen['rank']}/{chosen['labels']})")
     return _scores(data)
 
 

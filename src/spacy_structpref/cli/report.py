@@ -45,7 +45,7 @@ SECTIONS = (("tagging", "Tagging and classification"), ("curve", "Learning curve
 # metrics forms (json_form) -> section
 FORM_SECTION = {"spacy_scores": "tagging", "learning_curve": "curve", "parseval": "parseval",
                 "reranker": "reranker", "incremental": "incremental", "attachment_tables": "attachment",
-                "parser_selection": "parseval", "other": "other"}
+                "parser_selection": "parseval", "setting_grid": "tagging", "other": "other"}
 STYLE = """
 body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:0 auto;max-width:1400px;padding:0 1.5em 3em;
 color:#222;line-height:1.4}
@@ -398,13 +398,14 @@ def build_report(metrics: Path = Path("metrics"), plots: Path = Path("plots"),
             if json_form(data) != "other":
                 by_form.setdefault(json_form(data), []).append((path, data))
     together = {"spacy_scores": _spacy_scores_html, "parseval": _parseval_html}  # one table for all files
-    apart = {"learning_curve": _curve_html, "reranker": _reranker_html, "attachment_tables": _attachment_html,
-             "incremental": _generic_file_html, "parser_selection": _generic_file_html, "other": _generic_file_html}
+    # a file at a time: these forms have a table of their own, every other form the generic one
+    apart = {"learning_curve": _curve_html, "reranker": _reranker_html, "attachment_tables": _attachment_html}
     for form, files in by_form.items():
         if form in together:
             groups = [(files, together[form])]
-        else:  # a file at a time
-            groups = [([item], lambda members, project, render=apart[form]: render(*members[0], project))
+        else:
+            render_file = apart.get(form, _generic_file_html)
+            groups = [([item], lambda members, project, render=render_file: render(*members[0], project))
                       for item in files]
         for members, render in groups:
             try:

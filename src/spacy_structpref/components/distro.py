@@ -418,10 +418,10 @@ class DistroPipe(StructPrefPipe, TrainablePipe):
         text = f"{n} tags, label vectors of d = {d}, effective rank {self.effective_rank}"
         if self.has_label_structure:
             return text
-        unit = "epochs" if self.in_epochs else "steps"
+        unit, w_unit = ("epochs", "epochs") if self.in_epochs else ("steps", "optimizer steps")
         how = ("onehot = true keeps A the identity" if self.model.attrs["onehot"] else
                f"A moves in its phases of a_{unit} = {self.cfg['a_' + unit]} {unit} after every "
-               f"w_{unit} = {self.cfg['w_' + unit]} {'epochs' if self.in_epochs else 'optimizer steps'}")
+               f"w_{unit} = {self.cfg['w_' + unit]} {w_unit}")
         return f"{text}: orthogonal label vectors, every similarity is 0 (no structure yet; {how})"
 
     def most_similar(self, tag: str, n: int = 5) -> List[Tuple[str, float]]:

@@ -36,8 +36,7 @@ class DistroTaggerComponent(DistroPipe):
     def __init__(self, vocab, model: Model, name: str = "distro_tagger", *,
                  overwrite: bool = False, w_steps: int = 100, a_steps: int = 20,
                  w_epochs: Optional[int] = None, a_epochs: Optional[int] = None, a_rounds: Optional[int] = None,
-                 restarts: int = 1,
-                 nuclear_lambda: float = 1.0, a_learn_rate_scale: float = 1.0,
+                 restarts: int = 1, nuclear_lambda: float = 1.0, a_learn_rate_scale: float = 1.0,
                  cost: float = 1.0, tag_dict_min_count: Optional[int] = None,
                  scorer: Optional[Callable] = None):
         super().__init__(vocab, model, name, w_steps=w_steps, a_steps=a_steps, w_epochs=w_epochs,

@@ -53,8 +53,8 @@ def make_distro_tagger(nlp: Language, name: str, model: Model, overwrite: bool, 
 
     return DistroTaggerComponent(nlp.vocab, model, name, overwrite=overwrite, w_steps=w_steps,
                                  a_steps=a_steps, w_epochs=w_epochs, a_epochs=a_epochs, a_rounds=a_rounds,
-                                 restarts=restarts,
-                                 nuclear_lambda=nuclear_lambda, a_learn_rate_scale=a_learn_rate_scale, cost=cost,
+                                 restarts=restarts, nuclear_lambda=nuclear_lambda,
+                                 a_learn_rate_scale=a_learn_rate_scale, cost=cost,
                                  tag_dict_min_count=tag_dict_min_count, scorer=scorer)
 
 
