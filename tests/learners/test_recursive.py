@@ -133,11 +133,14 @@ def test_batched_and_node_by_node_nets_train_alike_and_share_saves(ptb_inventory
 
     symbols = SymbolTable()
     train, gold = candidates_and_gold(ptb_trees("train")[:12], ptb_inventory_300, symbols)
+    # Adam's eps well above float32 rounding: with the default 1e-8 a gradient component near zero moves
+    # its weight by ±lr on the sign of its rounding error, and the two runs drift apart by chance
     nets = [fit(RecursiveNetLearner(width=6, seed=2, batched=batched), train, gold,
-                schedule=Schedule(epochs=3, batch_size=8, optimizer=Adam(0.01))) for batched in (True, False)]
-    np.testing.assert_allclose(nets[0].log.losses, nets[1].log.losses, rtol=1e-3)
+                schedule=Schedule(epochs=3, batch_size=8, optimizer=Adam(0.01, eps=1e-4))) for batched in (True, False)]
+    assert nets[1].log.losses[-1] < nets[1].log.losses[0] - 0.05
+    np.testing.assert_allclose(nets[0].log.losses, nets[1].log.losses, rtol=1e-5)
     for cands in train[:10]:
-        np.testing.assert_allclose(nets[0].utilities(cands), nets[1].utilities(cands), rtol=1e-3, atol=1e-3)
+        np.testing.assert_allclose(nets[0].utilities(cands), nets[1].utilities(cands), rtol=1e-4, atol=1e-4)
     slow = RecursiveNetLearner(width=6, batched=False).from_bytes(nets[0].to_bytes())
     assert slow.model.get_param("E").dtype == np.float32
     for cands in train[:10]:

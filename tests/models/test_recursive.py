@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from nltk.tree import Tree
-from thinc.api import Adam, decaying
+from thinc.api import Adam, Ops, decaying
 
 from spacy_structpref.errors import StructPrefError
 from spacy_structpref.learners import RecursiveNetLearner, Schedule, fit
@@ -209,9 +209,15 @@ def passes(model, dag, d_scores):
     return np.asarray(scores), {name: model.get_grad(name).copy() for name in model.param_names}
 
 
-def assert_batched_equals_node_by_node(dag, n_labels, width, log_p_input=False, d_scores=None, state=4):
+def assert_batched_equals_node_by_node(dag, n_labels, width, log_p_input=False, d_scores=None, state=4,
+                                       array_path=False):
+    """The batched passes (the Cython kernels with numpy ops; height by
+    height through the array module with Thinc's generic ops, as cupy's on
+    a GPU) give the node-by-node values and gradients."""
     models = [RecursiveNet(state, width, n_labels, init_scale=0.8, seed=3, log_p_input=log_p_input,
                            log_p_a=0.5, log_p_b=1.0, batched=batched).initialize() for batched in (True, False)]
+    if array_path:
+        models[0].ops = Ops()
     assert all(m.get_param("E").dtype == np.float32 for m in models)
     if d_scores is None:
         d_scores = np.random.default_rng(len(dag.roots)).normal(size=len(dag.roots))
@@ -225,18 +231,35 @@ def assert_batched_equals_node_by_node(dag, n_labels, width, log_p_input=False, 
 
 
 @settings(max_examples=80, deadline=None)
-@given(random_dags(), st.booleans())
-def test_batched_passes_equal_node_by_node_on_random_dags(drawn, log_p_input):
+@given(random_dags(), st.booleans(), st.booleans())
+def test_batched_passes_equal_node_by_node_on_random_dags(drawn, log_p_input, array_path):
     n_labels, width, dag = drawn
-    assert_batched_equals_node_by_node(dag, n_labels, width, log_p_input)
+    assert_batched_equals_node_by_node(dag, n_labels, width, log_p_input, array_path=array_path)
 
 
 @settings(max_examples=30, deadline=None)
-@given(st.lists(st.lists(trees(), min_size=1, max_size=4), min_size=1, max_size=4), st.integers(1, 4))
-def test_batched_passes_equal_node_by_node_on_tree_sets(sets, max_children):
+@given(st.lists(st.lists(trees(), min_size=1, max_size=4), min_size=1, max_size=4), st.integers(1, 4),
+       st.booleans())
+def test_batched_passes_equal_node_by_node_on_tree_sets(sets, max_children, array_path):
     vocab = label_vocab(sets)
     dag = concat_label_dags([build_label_dag([s], vocab, max_children) for s in sets])
-    assert_batched_equals_node_by_node(dag, len(vocab) + 2, max_children, state=5)
+    assert_batched_equals_node_by_node(dag, len(vocab) + 2, max_children, state=13, array_path=array_path)
+
+
+def test_batched_kernels_saturate_and_match_tanh():
+    """Pre-activations near 0 (the kernels' tanh returns tiny inputs as they
+    are), in its curved part, and far in both tails (it clamps them; there
+    1 − u² keeps only a few single-precision digits, hence the looser
+    gradients) on a state wider than one block of eight."""
+    dag = label_dag([1, 0, 2, 2, 1], [[], [], [0, 1], [1, 0, 0], [2, 3, 1]], [4, 2, 4], [0, 2, 3], 3)
+    for scale, grad_rtol in ((1e-5, 1e-4), (0.3, 1e-4), (30.0, 1e-2)):
+        models = [RecursiveNet(19, 3, 3, init_scale=scale, seed=5, batched=batched).initialize()
+                  for batched in (True, False)]
+        (fast, grads), (slow, reference) = (passes(m, dag, [1.0, -2.0, 0.5]) for m in models)
+        np.testing.assert_allclose(fast, slow, rtol=1e-5, atol=1e-6 * scale ** 2)
+        for name, grad in grads.items():
+            np.testing.assert_allclose(grad, reference[name], rtol=grad_rtol,
+                                       atol=grad_rtol * np.abs(reference[name]).max(), err_msg=name)
 
 
 def test_batched_passes_by_hand():

@@ -78,6 +78,7 @@ class PreparedSets(SequenceABC):
         self._read: List[Optional[Tuple[object, Optional[np.ndarray]]]] = [None] * len(sets)
         self._dags: List[Optional[LabelDAG]] = [None] * len(sets)
         self._builder = None  # the learner's builder the DAGs were made with
+        self._whole: Optional[Tuple[object, LabelDAG]] = None  # (builder, every set in one DAG)
 
     def __len__(self) -> int:
         return len(self._sizes)
@@ -95,6 +96,14 @@ class PreparedSets(SequenceABC):
         if self._read[i] is None:
             self._read[i] = _prepared(self.sets[i])
         return self._read[i]
+
+    def concatenated(self) -> LabelDAG:
+        """Every set in one label DAG, made once (and laid out once for the
+        batched passes) however many times validation scores them."""
+        if self._whole is None or self._whole[0] is not self.learner._builder:
+            dags = [self[i] for i in range(len(self))]
+            self._whole = (self.learner._builder, concat_label_dags(dags))
+        return self._whole[1]
 
     def candidates(self, i: int):
         """Set i's candidates as prepared (trees, CandidateArrays or a label DAG)."""
@@ -267,7 +276,8 @@ class RecursiveNetLearner(PreferenceLearner):
         model = self._trained("call initialize or fit first")
         if not len(sets):
             return []
-        dag = concat_label_dags([self._set_dag(sets[i]) for i in range(len(sets))])
+        dag = (sets.concatenated() if isinstance(sets, PreparedSets) and sets.learner is self
+               else concat_label_dags([self._set_dag(sets[i]) for i in range(len(sets))]))
         with self._averaged():
             scores = np.asarray(model.ops.to_numpy(model.predict(dag)), dtype=np.float64)
         starts = dag.set_starts

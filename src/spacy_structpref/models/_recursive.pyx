@@ -8,8 +8,11 @@
 children rows are left-packed, ``-1`` padded. Everything is double
 precision; the Python side converts and checks shapes and ids.
 
-``NodeTable`` hash-conses the label DAG's nodes, and ``level_plan`` lays a
-DAG out for the batched passes of ``recursive.py``."""
+``NodeTable`` hash-conses the label DAG's nodes, ``level_plan`` lays a
+DAG out for the batched passes of ``recursive.py``, and ``plan_forward`` /
+``plan_backward`` are those passes in single precision on a CPU: every
+height in one call, without the per-height array calls that dominate at a
+state size of 25."""
 import numpy as np
 from libc.math cimport tanh
 from libc.stdint cimport uint64_t
@@ -100,6 +103,175 @@ cdef void _backward(const long[::1] order, const long[::1] labels, const long[:,
                     dw[l] += g * u[l]
                 for l in range(H):
                     du[l] += g * w[l]
+
+
+cdef extern from *:
+    """
+    /* tanh in single precision as a rational function of the clamped input
+       (the minimax approximation of Eigen's generic_fast_tanh_float, within
+       4e-7 of tanh), written as plain C arithmetic that the compiler
+       vectorizes: libm's tanhf, called per element, costs more than the
+       matrix products (GCC if-converts the clamps only without trapping math) */
+    #if defined(__GNUC__) && !defined(__clang__)
+    #pragma GCC push_options
+    #pragma GCC optimize("no-trapping-math")
+    #endif
+    static void spp_tanh_inplace(float* x, Py_ssize_t n) {
+        for (Py_ssize_t i = 0; i < n; i++) {
+            const float v = x[i];
+            float c = v < 7.90531110763549805f ? v : 7.90531110763549805f;
+            c = c > -7.90531110763549805f ? c : -7.90531110763549805f;
+            const float x2 = c * c;
+            float p = -2.76076847742355e-16f;
+            p = p * x2 + 2.00018790482477e-13f;
+            p = p * x2 - 8.60467152213735e-11f;
+            p = p * x2 + 5.12229709037114e-08f;
+            p = p * x2 + 1.48572235717979e-05f;
+            p = p * x2 + 6.37261928875436e-04f;
+            p = p * x2 + 4.89352455891786e-03f;
+            float q = 1.19825839466702e-06f;
+            q = q * x2 + 1.18534705686654e-04f;
+            q = q * x2 + 2.26843463243900e-03f;
+            q = q * x2 + 4.89352518554385e-03f;
+            const float t = c * p / q;
+            x[i] = fabsf(v) < 0.0004f ? v : t;
+        }
+    }
+    #if defined(__GNUC__) && !defined(__clang__)
+    #pragma GCC pop_options
+    #endif
+
+    /* out[0:h] (+)= sum_l x[l] M[l, 0:h], M with rows of `stride` >= h
+       rounded up to 8 floats (zero padded): eight outputs at a time held in
+       registers over the whole sum, where a row-by-row update would load
+       and store the outputs h times */
+    static void spp_vecmat(const float* x, const float* M, Py_ssize_t h, Py_ssize_t stride, float* out, int add) {
+        for (Py_ssize_t jb = 0; jb < h; jb += 8) {
+            float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+            for (Py_ssize_t l = 0; l < h; l++) {
+                const float xl = x[l];
+                const float* m = M + l * stride + jb;
+                for (int jj = 0; jj < 8; jj++)
+                    acc[jj] += m[jj] * xl;
+            }
+            const Py_ssize_t n = h - jb < 8 ? h - jb : 8;
+            if (add)
+                for (Py_ssize_t jj = 0; jj < n; jj++)
+                    out[jb + jj] += acc[jj];
+            else
+                for (Py_ssize_t jj = 0; jj < n; jj++)
+                    out[jb + jj] = acc[jj];
+        }
+    }
+    """
+    void tanh_inplace "spp_tanh_inplace"(float* x, Py_ssize_t n) noexcept nogil
+    void vecmat "spp_vecmat"(const float* x, const float* M, Py_ssize_t h, Py_ssize_t stride, float* out,
+                             int add) noexcept nogil
+
+
+def padded_rows(const float[:, :, ::1] W, bint transpose):
+    """Each ``W_k`` (or its transpose) with rows zero-padded to a multiple of
+    8 floats, as ``vecmat`` reads them."""
+    cdef Py_ssize_t H = W.shape[1]
+    out = np.zeros((W.shape[0], H, (H + 7) // 8 * 8), dtype=np.float32)
+    out[:, :, :H] = np.transpose(W, (0, 2, 1)) if transpose else W
+    return out
+
+
+cdef inline void _edge_sums(const int[:, ::1] pair_of, Py_ssize_t r, float[:, ::1] pairs, float* x,
+                            bint gather) noexcept nogil:
+    """Over row r's edges: add each pair's row into ``x`` (``gather``, the
+    forward pass) or ``x`` into each pair's row (the backward pass)."""
+    cdef Py_ssize_t k, j, p, H = pairs.shape[1]
+    cdef float* row
+    for k in range(pair_of.shape[0]):
+        p = pair_of[k, r]
+        if p < 0:
+            break
+        row = &pairs[p, 0]
+        if gather:
+            for j in range(H):
+                x[j] += row[j]
+        else:
+            for j in range(H):
+                row[j] += x[j]
+
+
+def plan_forward(const int[::1] labels, const int[:, ::1] pair_of, const int[::1] pair_child,
+                 const long[::1] level_ends, const long[:, ::1] pair_bounds, const float[:, ::1] E,
+                 const float[:, :, ::1] W, const float[::1] b, float[:, ::1] U, float[:, ::1] products) -> None:
+    """The forward pass over a ``level_plan`` layout: fill ``U`` (rows × H)
+    with every row's state and ``products`` (pairs × H) with each pair's
+    ``W_k u(child)``, height by height (``level_ends``: each height's end
+    row; ``labels``: each row's label id)."""
+    cdef const float[:, :, ::1] WT = padded_rows(W, True)
+    with nogil:
+        _plan_forward(labels, pair_of, pair_child, level_ends, pair_bounds, E, WT, b, U, products)
+
+
+cdef void _plan_forward(const int[::1] labels, const int[:, ::1] pair_of, const int[::1] pair_child,
+                        const long[::1] level_ends, const long[:, ::1] pair_bounds, const float[:, ::1] E,
+                        const float[:, :, ::1] WT, const float[::1] b, float[:, ::1] U,
+                        float[:, ::1] products) noexcept nogil:
+    cdef Py_ssize_t width = pair_of.shape[0], H = U.shape[1], n_levels = level_ends.shape[0]
+    cdef Py_ssize_t h, r, k, j, p, start = 0
+    cdef float* out
+    cdef const float* e
+    for h in range(n_levels):
+        for r in range(start, level_ends[h]):
+            out = &U[r, 0]
+            e = &E[labels[r], 0]
+            for j in range(H):
+                out[j] = e[j] + b[j]
+            _edge_sums(pair_of, r, products, out, True)
+        if level_ends[h] > start:
+            tanh_inplace(&U[start, 0], (level_ends[h] - start) * H)
+        start = level_ends[h]
+        # W_k u(c) of the pairs whose child has this height (their parents are all higher)
+        for k in range(width):
+            for p in range(pair_bounds[k, h], pair_bounds[k, h + 1]):
+                vecmat(&U[pair_child[p], 0], &WT[k, 0, 0], H, WT.shape[2], &products[p, 0], 0)
+
+
+def plan_backward(const int[::1] labels, const int[:, ::1] pair_of, const int[::1] pair_child,
+                  const long[::1] level_ends, const long[:, ::1] pair_bounds, const float[:, :, ::1] W,
+                  const float[:, ::1] U, float[:, ::1] dX, float[:, ::1] d_pairs,
+                  float[:, ::1] dE, float[::1] db) -> None:
+    """Backpropagation through structure over a ``level_plan`` layout,
+    heights top down: ``dX`` holds the loss gradient at each row's state
+    (filled in at the roots; then the gradient at its pre-activation),
+    ``d_pairs`` (zeros) gets each pair's; the gradients of ``E`` and ``b``
+    are added to ``dE`` and ``db`` (``W``'s is ``d_pairsᵀ U_children`` per
+    position, one matrix product each)."""
+    cdef const float[:, :, ::1] Wp = padded_rows(W, False)
+    with nogil:
+        _plan_backward(labels, pair_of, pair_child, level_ends, pair_bounds, Wp, U, dX, d_pairs, dE, db)
+
+
+cdef void _plan_backward(const int[::1] labels, const int[:, ::1] pair_of, const int[::1] pair_child,
+                         const long[::1] level_ends, const long[:, ::1] pair_bounds, const float[:, :, ::1] W,
+                         const float[:, ::1] U, float[:, ::1] dX, float[:, ::1] d_pairs,
+                         float[:, ::1] dE, float[::1] db) noexcept nogil:
+    cdef Py_ssize_t width = pair_of.shape[0], H = U.shape[1], n_levels = level_ends.shape[0]
+    cdef Py_ssize_t h, r, k, j, p, start
+    cdef float* d
+    cdef float* de
+    cdef const float* u
+    for h in range(n_levels - 1, -1, -1):
+        # the pairs whose child has this height: all their parents are higher, their gradients complete
+        for k in range(width):
+            for p in range(pair_bounds[k, h], pair_bounds[k, h + 1]):
+                vecmat(&d_pairs[p, 0], &W[k, 0, 0], H, W.shape[2], &dX[pair_child[p], 0], 1)
+        start = level_ends[h - 1] if h else 0
+        for r in range(start, level_ends[h]):
+            d = &dX[r, 0]
+            u = &U[r, 0]
+            de = &dE[labels[r], 0]
+            for j in range(H):
+                d[j] *= 1 - u[j] * u[j]
+                de[j] += d[j]
+                db[j] += d[j]
+            _edge_sums(pair_of, r, d_pairs, d, False)
 
 
 def level_plan(const long[:, ::1] children, const long[::1] heights, long n_levels):

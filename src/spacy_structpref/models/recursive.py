@@ -22,8 +22,10 @@ The input is a :class:`LabelDAG`: the candidates of one or more preference
 sets hash-consed into distinct subtrees, so a subtree shared by many
 candidates (most of them, in a set) is computed once, forward and backward.
 Nodes are processed level by level (leaves first), all the nodes of a level
-at once: one matrix product per child position, in the parameters' dtype
-(float32), through the model's Thinc ops (numpy, or cupy on a GPU); the
+at once, in the parameters' dtype (float32): with Thinc's numpy ops as the
+Cython kernels of ``_recursive.pyx`` (every level in one call), with other
+ops (cupy on a GPU) through the array module, one matrix product per child
+position and level; the
 gradient is backpropagation through structure (Goller & Küchler 1996) over
 the DAG, as Costa et al. (2003) train their recursive network on the
 candidate trees of incremental parsing. ``W_k u(c)`` is computed once per
@@ -39,7 +41,7 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 from nltk.tree import Tree
 from spacy.util import registry
-from thinc.api import Model
+from thinc.api import Model, NumpyOps
 
 from ..errors import StructPrefError
 from ..trees.dag import TreeSetDAG
@@ -71,6 +73,17 @@ class LabelDAG:
         for height, level in enumerate(self.levels):
             h[level] = height
         return h
+
+    @cached_property
+    def layout(self) -> tuple:
+        """The DAG laid out for the batched passes (``_recursive.level_plan``),
+        made once however many epochs use it."""
+        from ._recursive import level_plan
+
+        plan = level_plan(np.ascontiguousarray(self.children, dtype=np.int_), self.heights, len(self.levels))
+        if plan is None:
+            raise StructPrefError("the DAG's levels must put every node above its children")
+        return plan
 
 
 @dataclass
@@ -221,13 +234,13 @@ def concat_label_dags(parts: Sequence[LabelDAG]) -> LabelDAG:
     """One DAG holding the sets of every part, in order (no sharing across
     parts): a minibatch from sets converted once each. Log probabilities
     are carried when every part has them."""
-    sizes = [p.n_nodes for p in parts]
-    offsets = np.cumsum([0] + sizes)
+    sizes = np.array([p.n_nodes for p in parts], dtype=np.int64)
+    offsets = np.concatenate([[0], np.cumsum(sizes)])
     width = max((p.children.shape[1] for p in parts), default=0)
-    children = np.concatenate([p.children if p.children.shape[1] == width else
-                               np.pad(p.children, ((0, 0), (0, width - p.children.shape[1])), constant_values=-1)
-                               for p in parts]) if parts else np.zeros((0, 0), dtype=np.int64)
-    children = np.where(children >= 0, children + np.repeat(offsets[:-1], sizes)[:, None], -1)
+    children = np.full((int(offsets[-1]), width), -1, dtype=np.int64)
+    for p, start, end in zip(parts, offsets[:-1].tolist(), offsets[1:].tolist()):
+        children[start:end, :p.children.shape[1]] = p.children
+    np.add(children, np.repeat(offsets[:-1], sizes)[:, None], out=children, where=children >= 0)
     heights = np.concatenate([p.heights for p in parts])
     roots = np.concatenate([p.roots + o for p, o in zip(parts, offsets)])
     starts = np.cumsum([0] + [len(p.roots) for p in parts])
@@ -321,35 +334,45 @@ class _LevelPlan:
     each computed once however many parents share it (hash-consed DAGs
     share children widely). Index arrays are int32 on the model's device.
 
-    ``position[v]``: node v's row; ``labels`` per row; ``levels``: per
+    ``position[v]``: node v's row; ``labels`` per row; ``level_ends``: each
+    height's end row; ``pair_of[k, r]``: the pair of row r's k-th edge (-1:
+    none); ``pair_child``: each pair's child row; ``pair_bounds[k, h]``: the
+    first pair of position k whose child has height h or more; ``roots``:
+    each candidate's root row. The array path reads them as ``levels``: per
     height ``(start, end, fill, blocks)``, ``fill[k]`` the number of its rows
     with a k-th child, ``blocks``: ``(k, a, b)``, the pairs ``a:b`` of
-    position k whose child has this height; ``pair_of[k, r]``: the pair of
-    row r's k-th edge; ``pair_child``: each pair's child row;
-    ``positions``: ``(k, a, b)``, the pairs of each position; ``roots``:
-    each candidate's root row."""
+    position k whose child has this height; and ``positions``: ``(k, a,
+    b)``, the pairs of each position."""
 
     def __init__(self, dag: LabelDAG, model: Model):
-        from ._recursive import level_plan
-
         _check_dag(model, dag)
-        heights = dag.heights
-        plan = level_plan(np.ascontiguousarray(dag.children, dtype=np.int_), heights, len(dag.levels))
-        if plan is None:
-            raise StructPrefError("the DAG's levels must put every node above its children")
-        order, position, fills, pair_child, bounds, pair_of = plan
-        ends = np.bincount(heights, minlength=len(dag.levels)).cumsum()
-        bounds = bounds.tolist()
-        self.levels = [(int(end - len(level)), int(end), [int(m) for m in fill if m],
-                        [(k, b[h], b[h + 1]) for k, b in enumerate(bounds) if b[h + 1] > b[h]])
-                       for h, (level, end, fill) in enumerate(zip(dag.levels, ends, fills))]
-        self.positions = [(k, b[0], b[-1]) for k, b in enumerate(bounds)]
+        order, position, self.fills, pair_child, self.pair_bounds, pair_of = dag.layout
+        self.level_ends = np.cumsum(np.bincount(dag.heights, minlength=len(dag.levels)), dtype=np.int_)
         ops = model.ops
         self.position = ops.asarray(position)
         self.labels = ops.asarray(dag.labels[order], dtype="int32")
         self.pair_of = ops.asarray(pair_of)
         self.pair_child = ops.asarray(pair_child)
         self.roots = ops.asarray(position[dag.roots])
+
+    @property
+    def levels(self) -> List[tuple]:
+        bounds = self.pair_bounds.tolist()
+        starts = [0, *self.level_ends[:-1].tolist()]
+        return [(start, int(end), [int(m) for m in fill if m],
+                 [(k, b[h], b[h + 1]) for k, b in enumerate(bounds) if b[h + 1] > b[h]])
+                for h, (start, end, fill) in enumerate(zip(starts, self.level_ends, self.fills))]
+
+    @property
+    def positions(self) -> List[tuple]:
+        return [(k, b[0], b[-1]) for k, b in enumerate(self.pair_bounds.tolist())]
+
+
+def _uses_kernels(model: Model, dtype) -> bool:
+    """Whether the passes run as the Cython kernels of ``_recursive.pyx``:
+    single precision with numpy ops. Others (cupy's on a GPU, double
+    weights) go height by height through the array module."""
+    return isinstance(model.ops, NumpyOps) and dtype == np.float32
 
 
 # products of at most this many multiply-adds go to numpy's BLAS on a CPU: it runs
@@ -380,17 +403,25 @@ def _gemm(ops, dtype):
 
 
 def _level_states(model: Model, plan: _LevelPlan):
-    """Every row's state, and per pair its child's state and ``W_k u(child)``:
-    per height the pre-activations ``ω_0 + Ω z(label)`` plus the products of
-    the rows' edges (one gather per child position), then tanh (Menchetti et
-    al. 2005, eq. 5), then one product ``U_children W_kᵀ`` per child
-    position over the pairs whose child has that height."""
+    """Every row's state, and per pair its child's state (None from the
+    kernels, whose backward pass reads the child's row): per height the
+    pre-activations ``ω_0 + Ω z(label)`` plus the products of the rows'
+    edges, then tanh (Menchetti et al. 2005, eq. 5), then ``W_k u(child)``
+    of the pairs whose child has that height (through the array module:
+    one gather per child position, one product ``U_children W_kᵀ``)."""
     xp = model.ops.xp
     E, W, b = (model.get_param(n) for n in ("E", "W", "b"))
+    n_pairs = len(plan.pair_child)
+    if _uses_kernels(model, E.dtype):
+        from ._recursive import plan_forward
+
+        U = np.empty((len(plan.labels), E.shape[1]), dtype=np.float32)
+        plan_forward(plan.labels, plan.pair_of, plan.pair_child, plan.level_ends, plan.pair_bounds,
+                     *(np.ascontiguousarray(a) for a in (E, W, b)), U, np.empty((n_pairs, E.shape[1]), dtype=np.float32))
+        return U, None
     gemm = _gemm(model.ops, E.dtype)
     U = xp.take(E, plan.labels, axis=0)
     U += b
-    n_pairs = len(plan.pair_child)
     child_states = xp.empty((n_pairs, U.shape[1]), dtype=U.dtype)
     products = xp.empty_like(child_states)
     for start, end, fill, blocks in plan.levels:
@@ -419,9 +450,9 @@ def _forward(model: Model, dag: LabelDAG, is_train: bool):
     """Forward and backward height by height (backpropagation through
     structure, Goller & Küchler 1996). The backward pass takes the heights
     top down: the gradients of the pairs whose child has the height go to
-    the children (one product ``dP W_k`` per child position), then the
-    height's gradients at the pre-activations go to its edges' pairs; at
-    the end ``dW_k = dPᵀ U_children`` over each position's pairs."""
+    the children (``dP W_k``), then the height's gradients at the
+    pre-activations go to its edges' pairs; ``dW_k = dPᵀ U_children`` over
+    each position's pairs."""
     ops, xp = model.ops, model.ops.xp
     W, o = model.get_param("W"), model.get_param("o")
     plan = _LevelPlan(dag, model)
@@ -438,31 +469,52 @@ def _forward(model: Model, dag: LabelDAG, is_train: bool):
         # dX: the gradient at each row's state, then (in place, height by height) at its pre-activation
         dX = xp.zeros_like(U)
         ops.scatter_add(dX, plan.roots, xp.ascontiguousarray(d_scores * o))
-        d_pairs = xp.zeros_like(child_states)
-        d_tanh = U * U
-        xp.subtract(1, d_tanh, out=d_tanh)
-        for start, end, fill, blocks in reversed(plan.levels):
-            for k, a, b in blocks:  # a pair's parents are all higher: its gradient is complete
-                ops.scatter_add(dX, plan.pair_child[a:b], gemm(d_pairs[a:b], W[k]))
-            d_pre = dX[start:end]
-            d_pre *= d_tanh[start:end]
-            for k, m in enumerate(fill):
-                ops.scatter_add(d_pairs, plan.pair_of[k, start:start + m], d_pre[:m])
-        dW = xp.zeros_like(W)
-        for k, a, b in plan.positions:
-            if b > a:
-                gemm(d_pairs[a:b], child_states[a:b], out=dW[k], trans1=True)
-        dE = xp.zeros_like(model.get_param("E"))
-        ops.scatter_add(dE, plan.labels, dX)
+        d_pairs = xp.zeros((len(plan.pair_child), U.shape[1]), dtype=U.dtype)
+        dE, dW = xp.zeros_like(model.get_param("E")), xp.zeros_like(W)
+        if child_states is None:
+            from ._recursive import plan_backward
+
+            db = xp.zeros_like(model.get_param("b"))
+            plan_backward(plan.labels, plan.pair_of, plan.pair_child, plan.level_ends, plan.pair_bounds,
+                          np.ascontiguousarray(W), U, dX, d_pairs, dE, db)
+            _position_grads(gemm, plan, d_pairs, xp.take(U, plan.pair_child, axis=0), dW)
+        else:
+            _backward_levels(ops, plan, W, U, child_states, dX, d_pairs)
+            _position_grads(gemm, plan, d_pairs, child_states, dW)
+            ops.scatter_add(dE, plan.labels, dX)
+            db = dE.sum(axis=0)
         model.inc_grad("E", dE)
         model.inc_grad("W", dW)
-        model.inc_grad("b", dE.sum(axis=0))
+        model.inc_grad("b", db)
         model.inc_grad("o", gemm(root_states, d_scores, trans1=True).reshape(-1))
         if log_p_in is not None:
             model.inc_grad("v", (log_p_in.reshape(1, -1) @ d_scores).reshape(1))
         return dag
 
     return scores, backprop
+
+
+def _position_grads(gemm, plan: _LevelPlan, d_pairs, child_states, dW) -> None:
+    """``dW_k = dPᵀ U_children`` over the pairs of each position k."""
+    for k, a, b in plan.positions:
+        if b > a:
+            gemm(d_pairs[a:b], child_states[a:b], out=dW[k], trans1=True)
+
+
+def _backward_levels(ops, plan: _LevelPlan, W, U, child_states, dX, d_pairs) -> None:
+    """The backward pass through the array module: ``dX`` from the
+    gradients at the states to those at the pre-activations, ``d_pairs``
+    filled in."""
+    gemm = _gemm(ops, W.dtype)
+    d_tanh = U * U
+    ops.xp.subtract(1, d_tanh, out=d_tanh)
+    for start, end, fill, blocks in reversed(plan.levels):
+        for k, a, b in blocks:  # a pair's parents are all higher: its gradient is complete
+            ops.scatter_add(dX, plan.pair_child[a:b], gemm(d_pairs[a:b], W[k]))
+        d_pre = dX[start:end]
+        d_pre *= d_tanh[start:end]
+        for k, m in enumerate(fill):
+            ops.scatter_add(d_pairs, plan.pair_of[k, start:start + m], d_pre[:m])
 
 
 def _node_states(model: Model, dag: LabelDAG) -> np.ndarray:
