@@ -144,15 +144,16 @@ def run_side_by_side(steps: Sequence[str], n_jobs: int, overrides: Dict[str, obj
             if not failed:
                 for step in [s for s in pending if waits[s] <= finished][:n_jobs - len(running)]:
                     pending.remove(step)
-                    msg.text(f"▶ {step}")
+                    print(f"▶ {step}", flush=True)
                     running[pool.submit(run, step)] = (step, time.time())
             if not running:
                 break
             done, _ = wait(running, timeout=STATUS_EVERY, return_when=FIRST_COMPLETED)
             if not done:
                 now = time.time()
-                msg.text(f"… {len(finished)} of {len(steps)} steps finished; running: "
-                         + ", ".join(f"{step} ({duration(now - start)})" for step, start in running.values()))
+                # print, not msg.text: wasabi wraps text at 80 columns
+                print(f"… {len(finished)} of {len(steps)} steps finished; running: "
+                      + ", ".join(f"{step} ({duration(now - start)})" for step, start in running.values()), flush=True)
             for future in done:
                 step, start = running.pop(future)
                 try:
