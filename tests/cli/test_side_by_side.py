@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from spacy_structpref.cli.project_steps import summary_rows
-from spacy_structpref.cli.side_by_side import group_members, run_side_by_side, split_arguments, step_order
+from spacy_structpref.cli.project_steps import group_members, summary_rows
+from spacy_structpref.cli.side_by_side import run_side_by_side, split_arguments, step_order
 from spacy_structpref.errors import StructPrefError
 
 # each step appends "start NAME" / "end NAME" to events.txt around a short sleep, then writes its output

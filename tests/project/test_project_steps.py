@@ -11,9 +11,9 @@ import pytest
 import srsly
 from spacy.tokens import Doc, DocBin
 
-from spacy_structpref.cli.project_steps import (NEW_RUN_GAP, duration, is_summary, key_figure, record,
-                                                run_timed, step_figure, summary)
-from spacy_structpref.cli.side_by_side import group_members, step_order
+from spacy_structpref.cli.project_steps import (NEW_RUN_GAP, duration, group_members, is_summary, key_figure,
+                                                record, run_timed, step_figure, summary)
+from spacy_structpref.cli.side_by_side import step_order
 from spacy_structpref.errors import StructPrefError
 from tests.helpers.paths import ROOT
 

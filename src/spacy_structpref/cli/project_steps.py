@@ -225,6 +225,21 @@ def step_figure(outputs: List[str], root: Path) -> str:
     return "; ".join(parts)
 
 
+def group_members(script_line: str) -> List[str]:
+    """The steps a ``side-by-side`` script line runs (empty for any other
+    line, also under ``timed``): its arguments before the first option."""
+    words = shlex.split(script_line)
+    for i in range(len(words) - 1):
+        if words[i:i + 2] == ["spacy_structpref", "side-by-side"]:
+            members = []
+            for word in words[i + 2:]:
+                if word.startswith("-"):
+                    break
+                members.append(word)
+            return members
+    return []
+
+
 def is_summary(command: Optional[dict]) -> bool:
     """Whether a project command prints this table (a workflow's last step)."""
     return bool(command) and any(line.split()[:4] == ["python", "-m", "spacy_structpref", "summary"]
@@ -248,8 +263,6 @@ def summary_rows(project_dir: Path = Path("."), workflow: str = "all", timings: 
     commands = {c["name"]: c for c in config.get("commands", [])}
     times = _read_timings(project_dir / (timings or TIMINGS))
     rows, total = [], 0.0
-    from .side_by_side import group_members
-
     def row(step: str, name: str) -> list:
         entry = times.get(step)
         outputs = commands[step].get("outputs", []) if step in commands else []

@@ -34,21 +34,6 @@ STATUS_EVERY = 60.0  # seconds between the lines saying what is still running
 _VARIABLE = re.compile(r"\$\{vars\.([A-Za-z0-9_]+)\}")
 
 
-def group_members(script_line: str) -> List[str]:
-    """The steps a ``side-by-side`` script line runs (empty for any other
-    line, also under ``timed``): its arguments before the first option."""
-    words = shlex.split(script_line)
-    for i in range(len(words) - 1):
-        if words[i:i + 2] == ["spacy_structpref", "side-by-side"]:
-            members = []
-            for word in words[i + 2:]:
-                if word.startswith("-"):
-                    break
-                members.append(word)
-            return members
-    return []
-
-
 def _under(path: str, output: str) -> bool:
     """Whether ``path`` is ``output`` or lies inside it."""
     path_parts, output_parts = PurePosixPath(path).parts, PurePosixPath(output).parts
