@@ -147,8 +147,10 @@ def run_side_by_side(steps: Sequence[str], n_jobs: int, overrides: Dict[str, obj
                     outcome[step] = f"failed ({err})"
                 finished.add(step)
                 state = outcome[step]
-                if state in ("done", "skipped"):
-                    msg.good(f"{step}: {state} in {duration(time.time() - start)}")
+                if state == "skipped":
+                    msg.info(f"{step}: skipped, nothing changed")
+                elif state == "done":
+                    msg.good(f"{step}: done in {duration(time.time() - start)}")
                 else:
                     failed = True
                     msg.fail(f"{step}: {state}; see {LOGS / (step + '.log')}")
