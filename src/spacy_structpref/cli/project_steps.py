@@ -13,6 +13,7 @@ import shlex
 import subprocess
 import sys
 import time
+from itertools import takewhile
 from pathlib import Path
 from typing import Dict, List, Optional
 
@@ -229,15 +230,10 @@ def group_members(script_line: str) -> List[str]:
     """The steps a ``side-by-side`` script line runs (empty for any other
     line, also under ``timed``): its arguments before the first option."""
     words = shlex.split(script_line)
-    for i in range(len(words) - 1):
-        if words[i:i + 2] == ["spacy_structpref", "side-by-side"]:
-            members = []
-            for word in words[i + 2:]:
-                if word.startswith("-"):
-                    break
-                members.append(word)
-            return members
-    return []
+    starts = [i + 2 for i in range(len(words) - 1) if words[i:i + 2] == ["spacy_structpref", "side-by-side"]]
+    if not starts:
+        return []
+    return list(takewhile(lambda word: not word.startswith("-"), words[starts[0]:]))
 
 
 def is_summary(command: Optional[dict]) -> bool:

@@ -80,18 +80,15 @@ def run_side_by_side(steps: Sequence[str], n_jobs: int, overrides: Dict[str, obj
     if n_jobs < 1:
         raise StructPrefError(f"n_jobs must be at least 1, got {n_jobs}")
     project_dir = Path(project_dir).resolve()
+    config = load_project_config(project_dir, overrides={**overrides, "vars.n_jobs": 1})
+    commands = {c["name"]: c for c in config.get("commands", [])}
+    waits = step_order(commands, steps)  # refuses unknown steps
     raw = {c["name"]: c for c in load_project_config(project_dir, interpolate=False).get("commands", [])}
-    for step in steps:
-        if step not in raw:
-            raise StructPrefError(f"project.yml has no command {step!r}")
     given = {key.split(".", 1)[1] for key in overrides if key.startswith("vars.")}
     missing = _missing_variables(raw, steps, given)
     if missing:
         raise StructPrefError("pass the variables the steps use, so that the workflow's values reach them: "
                               + " ".join(f"--vars.{name} ${{vars.{name}}}" for name in missing))
-    config = load_project_config(project_dir, overrides={**overrides, "vars.n_jobs": 1})
-    commands = {c["name"]: c for c in config.get("commands", [])}
-    waits = step_order(commands, steps)
     (project_dir / LOGS).mkdir(exist_ok=True)
     env = single_threaded_environment()
     lock_file = threading.Lock()  # project.lock is read and rewritten whole

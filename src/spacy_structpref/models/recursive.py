@@ -355,7 +355,7 @@ class _LevelPlan:
         self.pair_child = ops.asarray(pair_child)
         self.roots = ops.asarray(position[dag.roots])
 
-    @property
+    @cached_property  # the array path reads it forward and backward
     def levels(self) -> List[tuple]:
         bounds = self.pair_bounds.tolist()
         starts = [0, *self.level_ends[:-1].tolist()]
@@ -363,7 +363,7 @@ class _LevelPlan:
                  [(k, b[h], b[h + 1]) for k, b in enumerate(bounds) if b[h + 1] > b[h]])
                 for h, (start, end, fill) in enumerate(zip(starts, self.level_ends, self.fills))]
 
-    @property
+    @cached_property
     def positions(self) -> List[tuple]:
         return [(k, b[0], b[-1]) for k, b in enumerate(self.pair_bounds.tolist())]
 
