@@ -171,16 +171,15 @@ def test_log_p_input_with_zero_scale_is_the_plain_network():
 
 
 def label_dag(labels, children, roots, set_starts, width, log_p=None):
-    """A LabelDAG of nodes given children first, its levels by height."""
+    """A LabelDAG of nodes given children first."""
     heights = []
     for kids in children:
         heights.append(max((heights[c] + 1 for c in kids), default=0))
     table = np.full((len(labels), width), -1, dtype=np.int64)
     for i, kids in enumerate(children):
         table[i, :len(kids)] = kids
-    heights = np.asarray(heights, dtype=np.int64)
-    levels = [np.flatnonzero(heights == h) for h in range(heights.max(initial=-1) + 1)]
-    return LabelDAG(np.asarray(labels, dtype=np.int64), table, levels, np.asarray(roots, dtype=np.int64),
+    return LabelDAG(np.asarray(labels, dtype=np.int64), table, np.asarray(heights, dtype=np.int64),
+                    np.asarray(roots, dtype=np.int64),
                     np.asarray(set_starts, dtype=np.int64), None if log_p is None else np.asarray(log_p))
 
 
@@ -246,6 +245,40 @@ def test_batched_passes_equal_node_by_node_on_tree_sets(sets, max_children, arra
     assert_batched_equals_node_by_node(dag, len(vocab) + 2, max_children, state=13, array_path=array_path)
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.lists(random_dags(), min_size=1, max_size=4))
+def test_a_batch_merges_its_parts_layouts_into_that_of_their_concatenation(drawn):
+    """A minibatch's layout, merged from its parts' own, is the layout of
+    the parts' nodes concatenated: the same rows in the same order, the
+    same fills and pair blocks, each block the same (child, position)
+    pairs; the passes over either give the same states bit for bit and the
+    same gradients."""
+    parts = [dag for _, _, dag in drawn]
+    batch = concat_label_dags(parts)
+    joined = LabelDAG(batch.labels, batch.children, batch.heights, batch.roots, batch.set_starts, batch.log_p)
+    merged, direct = batch.layout, joined.layout
+    for name in ("order", "position", "fills", "level_ends", "labels", "pair_bounds"):
+        np.testing.assert_array_equal(getattr(merged, name), getattr(direct, name), err_msg=name)
+
+    def edges(layout):
+        """Each row's k-th edge as its pair's child row."""
+        rows, ks = np.nonzero(layout.pair_of >= 0)
+        return sorted(zip(rows.tolist(), ks.tolist(), layout.pair_child[layout.pair_of[rows, ks]].tolist()))
+
+    assert edges(merged) == edges(direct)
+    for k, bounds in enumerate(direct.pair_bounds):
+        for a, b in zip(bounds[:-1], bounds[1:]):
+            assert sorted(merged.pair_child[a:b]) == sorted(direct.pair_child[a:b])
+    n_labels, width = max(d[0] for d in drawn), max(d[1] for d in drawn)
+    model = RecursiveNet(5, width, n_labels, init_scale=0.8, seed=2).initialize()
+    d_scores = np.random.default_rng(0).normal(size=len(batch.roots))
+    (fast, grads), (slow, reference) = passes(model, batch, d_scores), passes(model, joined, d_scores)
+    np.testing.assert_array_equal(node_states(model, batch), node_states(model, joined))
+    np.testing.assert_array_equal(fast, slow)
+    for name, grad in grads.items():
+        np.testing.assert_allclose(grad, reference[name], rtol=1e-6, atol=1e-7, err_msg=name)
+
+
 def test_batched_kernels_saturate_and_match_tanh():
     """Pre-activations near 0 (the kernels' tanh returns tiny inputs as they
     are), in its curved part, and far in both tails (it clamps them; there
@@ -279,6 +312,6 @@ def test_batched_passes_by_hand():
 
 def test_levels_must_put_nodes_above_their_children():
     dag = label_dag([0, 1], [[], [0]], [1], [0, 1], 1)
-    dag.levels = [np.array([0, 1])]  # the child on its parent's level
+    dag.heights = np.array([0, 0])  # the child on its parent's level
     with pytest.raises(StructPrefError, match="above its children"):
         RecursiveNet(2, 1, 2).initialize().predict(dag)

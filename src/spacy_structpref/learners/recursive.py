@@ -40,27 +40,35 @@ from .base import (Parts, PreferenceLearner, Subsequence, TrainingLog, candidate
 def set_losses(scores: np.ndarray, set_starts: np.ndarray, gold: Sequence[Optional[int]],
                loss: str) -> Tuple[float, np.ndarray]:
     """Summed loss over the sets with a gold candidate, and its gradient
-    with respect to the candidate scores."""
-    d_scores = np.zeros_like(scores, dtype=np.float64)
-    total = 0.0
-    for s, g in enumerate(gold):
-        if g is None:
-            continue
-        lo, hi = set_starts[s], set_starts[s + 1]
-        u = scores[lo:hi].astype(np.float64)
-        if loss == "setwise":
-            p = np.exp(u - u.max())
-            p /= p.sum()
-            total -= np.log(p[g])
-            p[g] -= 1.0
-            d_scores[lo:hi] = p
-        else:
-            wrong = np.arange(hi - lo) != g
-            margin = u[wrong] - u[g]
-            total += np.logaddexp(0.0, margin).sum()
-            sig = 1.0 / (1.0 + np.exp(-margin))
-            d_scores[lo:hi][wrong] = sig
-            d_scores[lo + g] = -sig.sum()
+    with respect to the candidate scores (every set at once: segment sums
+    over the sets' ranges)."""
+    u = np.asarray(scores, dtype=np.float64).reshape(-1)
+    starts = np.asarray(set_starts, dtype=np.int64)
+    sizes = np.diff(starts)
+    has = np.array([g is not None for g in gold], dtype=bool)
+    if not has.any():
+        return 0.0, np.zeros_like(u)
+    # per candidate: its set, whether that set teaches, its set's gold candidate
+    owner = np.repeat(np.arange(len(sizes)), sizes)
+    gold_at = starts[:-1] + np.array([0 if g is None else g for g in gold], dtype=np.int64)
+    teaching = has[owner]
+    # reduceat over the non-empty sets' starts: each segment runs to the next one's start
+    nonempty = sizes > 0
+    segments = starts[:-1][nonempty]
+    if loss == "setwise":
+        top, z = np.zeros(len(sizes)), np.ones(len(sizes))
+        top[nonempty] = np.maximum.reduceat(u, segments)
+        e = np.exp(u - top[owner])
+        z[nonempty] = np.add.reduceat(e, segments)
+        total = float(-(u[gold_at[has]] - top[has] - np.log(z[has])).sum())
+        d_scores = np.where(teaching, e / z[owner], 0.0)
+        d_scores[gold_at[has]] -= 1.0
+        return total, d_scores
+    margin = u - u[gold_at[owner]]
+    wrong = teaching & (np.arange(len(u)) != gold_at[owner])
+    total = float(np.logaddexp(0.0, margin[wrong]).sum())
+    d_scores = np.where(wrong, 1.0 / (1.0 + np.exp(-margin)), 0.0)
+    d_scores[gold_at[has]] = -np.bincount(owner, weights=d_scores, minlength=len(sizes))[has]
     return total, d_scores
 
 

@@ -14,9 +14,12 @@ DAG out for the batched passes of ``recursive.py``, and ``plan_forward`` /
 height in one call, without the per-height array calls that dominate at a
 state size of 25."""
 import numpy as np
+cimport numpy as cnp
 from libc.math cimport tanh
 from libc.stdint cimport uint64_t
 from libc.stdlib cimport free, malloc, realloc
+
+cnp.import_array()
 
 
 def forward(const long[::1] order, const long[::1] labels, const long[:, ::1] children,
@@ -107,16 +110,28 @@ cdef void _backward(const long[::1] order, const long[::1] labels, const long[:,
 
 cdef extern from *:
     """
-    /* tanh in single precision as a rational function of the clamped input
-       (the minimax approximation of Eigen's generic_fast_tanh_float, within
-       4e-7 of tanh), written as plain C arithmetic that the compiler
-       vectorizes: libm's tanhf, called per element, costs more than the
-       matrix products (GCC if-converts the clamps only without trapping math) */
+    /* The batched passes as C over raw arrays, compiled twice where GCC can
+       (x86-64 Linux): for AVX2 with FMA and for the baseline, the better
+       chosen when the module loads (target_clones). At a state of 25 the
+       wider vectors make the passes about 1.4 times as fast; a build for
+       the baseline alone would leave that on every user's machine. GCC
+       if-converts tanh's clamps only without trapping math. */
     #if defined(__GNUC__) && !defined(__clang__)
     #pragma GCC push_options
     #pragma GCC optimize("no-trapping-math")
     #endif
-    static void spp_tanh_inplace(float* x, Py_ssize_t n) {
+    #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__GLIBC__)
+    #define SPP_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+    #else
+    #define SPP_CLONES
+    #endif
+
+    /* tanh in single precision as a rational function of the clamped input
+       (the minimax approximation of Eigen's generic_fast_tanh_float, within
+       4e-7 of tanh), written as plain C arithmetic that the compiler
+       vectorizes: libm's tanhf, called per element, costs more than the
+       matrix products */
+    static inline void spp_tanh_inplace(float* x, Py_ssize_t n) {
         for (Py_ssize_t i = 0; i < n; i++) {
             const float v = x[i];
             float c = v < 7.90531110763549805f ? v : 7.90531110763549805f;
@@ -137,64 +152,136 @@ cdef extern from *:
             x[i] = fabsf(v) < 0.0004f ? v : t;
         }
     }
+
+    /* out[0:h] = (or +=) sum_l x[l] M[l, 0:h], M with rows of `stride` >= h
+       rounded up to 32 floats (zero padded): BLOCK outputs at a time held in
+       registers over the whole sum. Measured at a state of 25: the forward
+       pass, storing its outputs, runs fastest with 32 (four or eight
+       independent vector sums, where one would wait on its own latency at
+       every step), the backward pass, adding into rows of dX, with 8. */
+    #define SPP_VECMAT(NAME, BLOCK, OP) \
+    static inline void NAME(const float* x, const float* M, Py_ssize_t h, Py_ssize_t stride, float* out) { \
+        for (Py_ssize_t jb = 0; jb < h; jb += BLOCK) { \
+            float acc[BLOCK] = {0}; \
+            for (Py_ssize_t l = 0; l < h; l++) { \
+                const float xl = x[l]; \
+                const float* m = M + l * stride + jb; \
+                for (int jj = 0; jj < BLOCK; jj++) \
+                    acc[jj] += m[jj] * xl; \
+            } \
+            const Py_ssize_t n = h - jb < BLOCK ? h - jb : BLOCK; \
+            for (Py_ssize_t jj = 0; jj < n; jj++) \
+                out[jb + jj] OP acc[jj]; \
+        } \
+    }
+    SPP_VECMAT(spp_vecmat_store, 32, =)
+    SPP_VECMAT(spp_vecmat_add, 8, +=)
+
+    /* Over row r's edges (pair_of: rows x width, -1 after the last): add
+       each pair's row into x (gather: the forward pass) or x into each
+       pair's row (the backward pass) */
+    static inline void spp_edge_sums(const int* pair_of, Py_ssize_t width, Py_ssize_t r, float* pairs,
+                                     Py_ssize_t h, float* x, int gather) {
+        for (Py_ssize_t k = 0; k < width; k++) {
+            const int p = pair_of[r * width + k];
+            if (p < 0)
+                break;
+            float* row = pairs + (Py_ssize_t)p * h;
+            if (gather)
+                for (Py_ssize_t j = 0; j < h; j++)
+                    x[j] += row[j];
+            else
+                for (Py_ssize_t j = 0; j < h; j++)
+                    row[j] += x[j];
+        }
+    }
+
+    /* See plan_forward; WT: each W_k transposed, rows of `stride` floats;
+       pair_bounds: width x (n_levels + 1) */
+    SPP_CLONES static void spp_plan_forward(const int* labels, const int* pair_of, Py_ssize_t width,
+                                            const int* pair_child, const long* level_ends, Py_ssize_t n_levels,
+                                            const long* pair_bounds, const float* E, const float* WT,
+                                            Py_ssize_t stride, const float* b, float* U, float* products,
+                                            Py_ssize_t h) {
+        Py_ssize_t start = 0;
+        for (Py_ssize_t lev = 0; lev < n_levels; lev++) {
+            for (Py_ssize_t r = start; r < level_ends[lev]; r++) {
+                float* out = U + r * h;
+                const float* e = E + (Py_ssize_t)labels[r] * h;
+                for (Py_ssize_t j = 0; j < h; j++)
+                    out[j] = e[j] + b[j];
+                spp_edge_sums(pair_of, width, r, products, h, out, 1);
+            }
+            if (level_ends[lev] > start)
+                spp_tanh_inplace(U + start * h, (level_ends[lev] - start) * h);
+            start = level_ends[lev];
+            /* W_k u(c) of the pairs whose child has this height (their parents are all higher) */
+            for (Py_ssize_t k = 0; k < width; k++)
+                for (long p = pair_bounds[k * (n_levels + 1) + lev]; p < pair_bounds[k * (n_levels + 1) + lev + 1]; p++)
+                    spp_vecmat_store(U + (Py_ssize_t)pair_child[p] * h, WT + k * h * stride, h, stride, products + p * h);
+        }
+    }
+
+    /* See plan_backward; Wp: each W_k, rows of `stride` floats */
+    SPP_CLONES static void spp_plan_backward(const int* labels, const int* pair_of, Py_ssize_t width,
+                                             const int* pair_child, const long* level_ends, Py_ssize_t n_levels,
+                                             const long* pair_bounds, const float* Wp, Py_ssize_t stride,
+                                             const float* U, float* dX, float* d_pairs, float* dE, float* db,
+                                             Py_ssize_t h) {
+        for (Py_ssize_t lev = n_levels - 1; lev >= 0; lev--) {
+            /* the pairs whose child has this height: all their parents are higher, their gradients complete */
+            for (Py_ssize_t k = 0; k < width; k++)
+                for (long p = pair_bounds[k * (n_levels + 1) + lev]; p < pair_bounds[k * (n_levels + 1) + lev + 1]; p++)
+                    spp_vecmat_add(d_pairs + p * h, Wp + k * h * stride, h, stride, dX + (Py_ssize_t)pair_child[p] * h);
+            for (Py_ssize_t r = lev ? level_ends[lev - 1] : 0; r < level_ends[lev]; r++) {
+                float* d = dX + r * h;
+                const float* u = U + r * h;
+                float* de = dE + (Py_ssize_t)labels[r] * h;
+                for (Py_ssize_t j = 0; j < h; j++) {
+                    d[j] *= 1 - u[j] * u[j];
+                    de[j] += d[j];
+                    db[j] += d[j];
+                }
+                spp_edge_sums(pair_of, width, r, d_pairs, h, d, 0);
+            }
+        }
+    }
     #if defined(__GNUC__) && !defined(__clang__)
     #pragma GCC pop_options
     #endif
-
-    /* out[0:h] (+)= sum_l x[l] M[l, 0:h], M with rows of `stride` >= h
-       rounded up to 8 floats (zero padded): eight outputs at a time held in
-       registers over the whole sum, where a row-by-row update would load
-       and store the outputs h times */
-    static void spp_vecmat(const float* x, const float* M, Py_ssize_t h, Py_ssize_t stride, float* out, int add) {
-        for (Py_ssize_t jb = 0; jb < h; jb += 8) {
-            float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-            for (Py_ssize_t l = 0; l < h; l++) {
-                const float xl = x[l];
-                const float* m = M + l * stride + jb;
-                for (int jj = 0; jj < 8; jj++)
-                    acc[jj] += m[jj] * xl;
-            }
-            const Py_ssize_t n = h - jb < 8 ? h - jb : 8;
-            if (add)
-                for (Py_ssize_t jj = 0; jj < n; jj++)
-                    out[jb + jj] += acc[jj];
-            else
-                for (Py_ssize_t jj = 0; jj < n; jj++)
-                    out[jb + jj] = acc[jj];
-        }
-    }
     """
     void tanh_inplace "spp_tanh_inplace"(float* x, Py_ssize_t n) noexcept nogil
-    void vecmat "spp_vecmat"(const float* x, const float* M, Py_ssize_t h, Py_ssize_t stride, float* out,
-                             int add) noexcept nogil
+    void c_plan_forward "spp_plan_forward"(const int* labels, const int* pair_of, Py_ssize_t width,
+                                           const int* pair_child, const long* level_ends, Py_ssize_t n_levels,
+                                           const long* pair_bounds, const float* E, const float* WT,
+                                           Py_ssize_t stride, const float* b, float* U, float* products,
+                                           Py_ssize_t h) noexcept nogil
+    void c_plan_backward "spp_plan_backward"(const int* labels, const int* pair_of, Py_ssize_t width,
+                                             const int* pair_child, const long* level_ends, Py_ssize_t n_levels,
+                                             const long* pair_bounds, const float* Wp, Py_ssize_t stride,
+                                             const float* U, float* dX, float* d_pairs, float* dE, float* db,
+                                             Py_ssize_t h) noexcept nogil
 
 
 def padded_rows(const float[:, :, ::1] W, bint transpose):
     """Each ``W_k`` (or its transpose) with rows zero-padded to a multiple of
-    8 floats, as ``vecmat`` reads them."""
+    32 floats, as the passes read them."""
     cdef Py_ssize_t H = W.shape[1]
-    out = np.zeros((W.shape[0], H, (H + 7) // 8 * 8), dtype=np.float32)
+    out = np.zeros((W.shape[0], H, (H + 31) // 32 * 32), dtype=np.float32)
     out[:, :, :H] = np.transpose(W, (0, 2, 1)) if transpose else W
     return out
 
 
-cdef inline void _edge_sums(const int[:, ::1] pair_of, Py_ssize_t r, float[:, ::1] pairs, float* x,
-                            bint gather) noexcept nogil:
-    """Over row r's edges: add each pair's row into ``x`` (``gather``, the
-    forward pass) or ``x`` into each pair's row (the backward pass)."""
-    cdef Py_ssize_t k, j, p, H = pairs.shape[1]
-    cdef float* row
-    for k in range(pair_of.shape[0]):
-        p = pair_of[k, r]
-        if p < 0:
-            break
-        row = &pairs[p, 0]
-        if gather:
-            for j in range(H):
-                x[j] += row[j]
-        else:
-            for j in range(H):
-                row[j] += x[j]
+cdef int _check_plan(const int[::1] labels, const int[:, ::1] pair_of, const int[::1] pair_child,
+                     const long[::1] level_ends, const long[:, ::1] pair_bounds, Py_ssize_t n_labels,
+                     Py_ssize_t n_weights, Py_ssize_t H, Py_ssize_t rows, Py_ssize_t n_pairs) except -1:
+    """Shapes that fit together (ids are the layout's own: ``level_plan`` made them in range)."""
+    if not (labels.shape[0] == pair_of.shape[0] == rows and pair_child.shape[0] == n_pairs
+            and pair_bounds.shape[0] == pair_of.shape[1] <= n_weights
+            and pair_bounds.shape[1] == level_ends.shape[0] + 1
+            and (level_ends.shape[0] == 0 or level_ends[level_ends.shape[0] - 1] == rows)):
+        raise ValueError("the layout's arrays, the weights and the outputs do not fit together")
+    return 0
 
 
 def plan_forward(const int[::1] labels, const int[:, ::1] pair_of, const int[::1] pair_child,
@@ -204,33 +291,19 @@ def plan_forward(const int[::1] labels, const int[:, ::1] pair_of, const int[::1
     with every row's state and ``products`` (pairs × H) with each pair's
     ``W_k u(child)``, height by height (``level_ends``: each height's end
     row; ``labels``: each row's label id)."""
+    cdef Py_ssize_t H = E.shape[1]
+    if W.shape[1] != H or W.shape[2] != H or b.shape[0] != H or U.shape[1] != H or products.shape[1] != H:
+        raise ValueError(f"E, W, b, U and the products must all have states of {H}")
+    _check_plan(labels, pair_of, pair_child, level_ends, pair_bounds, E.shape[0], W.shape[0], H, U.shape[0],
+                products.shape[0])
     cdef const float[:, :, ::1] WT = padded_rows(W, True)
+    if U.shape[0] == 0:
+        return
     with nogil:
-        _plan_forward(labels, pair_of, pair_child, level_ends, pair_bounds, E, WT, b, U, products)
-
-
-cdef void _plan_forward(const int[::1] labels, const int[:, ::1] pair_of, const int[::1] pair_child,
-                        const long[::1] level_ends, const long[:, ::1] pair_bounds, const float[:, ::1] E,
-                        const float[:, :, ::1] WT, const float[::1] b, float[:, ::1] U,
-                        float[:, ::1] products) noexcept nogil:
-    cdef Py_ssize_t width = pair_of.shape[0], H = U.shape[1], n_levels = level_ends.shape[0]
-    cdef Py_ssize_t h, r, k, j, p, start = 0
-    cdef float* out
-    cdef const float* e
-    for h in range(n_levels):
-        for r in range(start, level_ends[h]):
-            out = &U[r, 0]
-            e = &E[labels[r], 0]
-            for j in range(H):
-                out[j] = e[j] + b[j]
-            _edge_sums(pair_of, r, products, out, True)
-        if level_ends[h] > start:
-            tanh_inplace(&U[start, 0], (level_ends[h] - start) * H)
-        start = level_ends[h]
-        # W_k u(c) of the pairs whose child has this height (their parents are all higher)
-        for k in range(width):
-            for p in range(pair_bounds[k, h], pair_bounds[k, h + 1]):
-                vecmat(&U[pair_child[p], 0], &WT[k, 0, 0], H, WT.shape[2], &products[p, 0], 0)
+        c_plan_forward(&labels[0], &pair_of[0, 0] if pair_of.shape[1] else NULL, pair_of.shape[1],
+                       &pair_child[0] if pair_child.shape[0] else NULL, &level_ends[0], level_ends.shape[0],
+                       &pair_bounds[0, 0] if pair_bounds.shape[0] else NULL, &E[0, 0], &WT[0, 0, 0],
+                       WT.shape[2], &b[0], &U[0, 0], &products[0, 0] if products.shape[0] else NULL, H)
 
 
 def plan_backward(const int[::1] labels, const int[:, ::1] pair_of, const int[::1] pair_child,
@@ -242,36 +315,22 @@ def plan_backward(const int[::1] labels, const int[:, ::1] pair_of, const int[::
     (filled in at the roots; then the gradient at its pre-activation),
     ``d_pairs`` (zeros) gets each pair's; the gradients of ``E`` and ``b``
     are added to ``dE`` and ``db`` (``W``'s is ``d_pairsᵀ U_children`` per
-    position, one matrix product each)."""
+    position, one matrix product each: a BLAS call does them faster than
+    outer products added pair by pair here)."""
+    cdef Py_ssize_t H = U.shape[1]
+    if (W.shape[1] != H or W.shape[2] != H or dX.shape[0] != U.shape[0] or dX.shape[1] != H
+            or d_pairs.shape[1] != H or dE.shape[1] != H or db.shape[0] != H):
+        raise ValueError(f"W, U, dX, d_pairs, dE and db must all have states of {H}")
+    _check_plan(labels, pair_of, pair_child, level_ends, pair_bounds, dE.shape[0], W.shape[0], H, U.shape[0],
+                d_pairs.shape[0])
     cdef const float[:, :, ::1] Wp = padded_rows(W, False)
+    if U.shape[0] == 0:
+        return
     with nogil:
-        _plan_backward(labels, pair_of, pair_child, level_ends, pair_bounds, Wp, U, dX, d_pairs, dE, db)
-
-
-cdef void _plan_backward(const int[::1] labels, const int[:, ::1] pair_of, const int[::1] pair_child,
-                         const long[::1] level_ends, const long[:, ::1] pair_bounds, const float[:, :, ::1] W,
-                         const float[:, ::1] U, float[:, ::1] dX, float[:, ::1] d_pairs,
-                         float[:, ::1] dE, float[::1] db) noexcept nogil:
-    cdef Py_ssize_t width = pair_of.shape[0], H = U.shape[1], n_levels = level_ends.shape[0]
-    cdef Py_ssize_t h, r, k, j, p, start
-    cdef float* d
-    cdef float* de
-    cdef const float* u
-    for h in range(n_levels - 1, -1, -1):
-        # the pairs whose child has this height: all their parents are higher, their gradients complete
-        for k in range(width):
-            for p in range(pair_bounds[k, h], pair_bounds[k, h + 1]):
-                vecmat(&d_pairs[p, 0], &W[k, 0, 0], H, W.shape[2], &dX[pair_child[p], 0], 1)
-        start = level_ends[h - 1] if h else 0
-        for r in range(start, level_ends[h]):
-            d = &dX[r, 0]
-            u = &U[r, 0]
-            de = &dE[labels[r], 0]
-            for j in range(H):
-                d[j] *= 1 - u[j] * u[j]
-                de[j] += d[j]
-                db[j] += d[j]
-            _edge_sums(pair_of, r, d_pairs, d, False)
+        c_plan_backward(&labels[0], &pair_of[0, 0] if pair_of.shape[1] else NULL, pair_of.shape[1],
+                        &pair_child[0] if pair_child.shape[0] else NULL, &level_ends[0], level_ends.shape[0],
+                        &pair_bounds[0, 0] if pair_bounds.shape[0] else NULL, &Wp[0, 0, 0], Wp.shape[2], &U[0, 0],
+                        &dX[0, 0], &d_pairs[0, 0] if d_pairs.shape[0] else NULL, &dE[0, 0], &db[0], H)
 
 
 def level_plan(const long[:, ::1] children, const long[::1] heights, long n_levels):
@@ -284,7 +343,7 @@ def level_plan(const long[:, ::1] children, const long[::1] heights, long n_leve
     its inverse, ``fills[h, k]`` the number of height-h rows with more than
     k children (k below the largest number of children), ``pair_child``
     each pair's child row, ``pair_bounds[k, h]`` the first pair of position
-    k whose child has height h or more, ``pair_of[k, r]`` the pair of row
+    k whose child has height h or more, ``pair_of[r, k]`` the pair of row
     r's k-th edge (-1: none); None when a child is not below its parent."""
     cdef Py_ssize_t n = children.shape[0], K = children.shape[1]
     n_kids_arr = np.zeros(n, dtype=np.int_)
@@ -303,7 +362,7 @@ def level_plan(const long[:, ::1] children, const long[::1] heights, long n_leve
     child_arr = np.full((width, n), -1, dtype=np.int32)
     fills_arr = np.zeros((n_levels, width), dtype=np.int_)
     start_arr = np.zeros(n_levels * (width + 1) + 1, dtype=np.int_)
-    pair_of_arr = np.full((width, n), -1, dtype=np.int32)
+    pair_of_arr = np.full((n, width), -1, dtype=np.int32)
     pair_child_arr = np.empty(int(np.count_nonzero(np.asarray(children)[:, :width] >= 0)), dtype=np.int32)
     pair_bounds_arr = np.zeros((width, n_levels + 1), dtype=np.int_)
     cdef int[::1] order = order_arr, position = position_arr, pair_child = pair_child_arr
@@ -381,8 +440,158 @@ cdef long _pairs(const int[:, ::1] child, const long[::1] heights, const int[::1
         for r in range(n):
             c = child[k, r]
             if c >= 0:
-                pair_of[k, r] = pair_at[c]
+                pair_of[r, k] = pair_at[c]
     return n_pairs
+
+
+cdef struct _Part:
+    # one DAG's layout (see merge_layouts), as pointers into its arrays
+    const int* order
+    const long* fills
+    const int* pair_child
+    const long* pair_bounds
+    const int* pair_of
+    const long* level_ends
+    const int* labels
+    Py_ssize_t n, width, n_levels
+
+
+cdef const void* _data(object a, int typenum, int ndim) except NULL:
+    """The data of a C-contiguous numpy array of that type and number of dimensions."""
+    cdef cnp.ndarray arr = a
+    if cnp.PyArray_TYPE(arr) != typenum or cnp.PyArray_NDIM(arr) != ndim or not cnp.PyArray_IS_C_CONTIGUOUS(arr):
+        raise ValueError("a layout's arrays must be C-contiguous, of the types and shapes level_plan gives them")
+    return cnp.PyArray_DATA(arr)
+
+
+def merge_layouts(list layouts):
+    """The layout of DAGs concatenated (node ids offset by the nodes before
+    them) from each DAG's own ``level_plan`` layout ``(order, position,
+    fills, pair_child, pair_bounds, pair_of, level_ends, labels)``, in the
+    same form, without laying the concatenation out again: rows bucket by
+    bucket (height, then falling number of children), pairs block by block
+    (position, then child height), each bucket and block holding the DAGs'
+    rows or pairs in turn, each DAG's in its own order. The rows come in
+    the order ``level_plan`` of the concatenation gives them (its counting
+    sort keeps node order within a bucket); its pairs of a block may come
+    in another order (it orders them by child row), which changes no state
+    or pair gradient, only the order of the terms of ``d_pairsᵀ U``."""
+    cdef Py_ssize_t n_sets = len(layouts), s, i, n_levels = 0, width = 0, n = 0, n_pairs = 0, most_pairs = 0
+    cdef void* out[11]
+    cdef cnp.ndarray a
+    cdef _Part* parts = <_Part*>malloc(sizeof(_Part) * max(n_sets, 1))
+    if parts == NULL:
+        raise MemoryError()
+    try:
+        for s in range(n_sets):
+            lay = layouts[s]
+            parts[s].order = <const int*>_data(lay[0], cnp.NPY_INT32, 1)
+            parts[s].fills = <const long*>_data(lay[2], cnp.NPY_LONG, 2)
+            parts[s].pair_child = <const int*>_data(lay[3], cnp.NPY_INT32, 1)
+            parts[s].pair_bounds = <const long*>_data(lay[4], cnp.NPY_LONG, 2)
+            parts[s].pair_of = <const int*>_data(lay[5], cnp.NPY_INT32, 2)
+            parts[s].level_ends = <const long*>_data(lay[6], cnp.NPY_LONG, 1)
+            parts[s].labels = <const int*>_data(lay[7], cnp.NPY_INT32, 1)
+            parts[s].n = cnp.PyArray_DIM(lay[0], 0)
+            parts[s].width = cnp.PyArray_DIM(lay[5], 1)
+            parts[s].n_levels = cnp.PyArray_DIM(lay[6], 0)
+            if (cnp.PyArray_DIM(lay[2], 0) != parts[s].n_levels or cnp.PyArray_DIM(lay[2], 1) != parts[s].width
+                    or cnp.PyArray_DIM(lay[4], 0) != parts[s].width
+                    or cnp.PyArray_DIM(lay[4], 1) != parts[s].n_levels + 1
+                    or cnp.PyArray_DIM(lay[5], 0) != parts[s].n or cnp.PyArray_DIM(lay[7], 0) != parts[s].n):
+                raise ValueError("a layout's arrays must have the shapes level_plan gives them")
+            n_levels = max(n_levels, parts[s].n_levels)
+            width = max(width, parts[s].width)
+            n += parts[s].n
+            n_pairs += cnp.PyArray_DIM(lay[3], 0)
+            most_pairs = max(most_pairs, cnp.PyArray_DIM(lay[3], 0))
+        arrays = (np.empty(n, dtype=np.int32), np.empty(n, dtype=np.int32), np.zeros((n_levels, width), dtype=np.int_),
+                  np.empty(n_pairs, dtype=np.int32), np.empty((width, n_levels + 1), dtype=np.int_),
+                  np.full((n, width), -1, dtype=np.int32), np.empty(n_levels, dtype=np.int_),
+                  np.empty(n, dtype=np.int32))
+        # rows per (height, width - children, DAG), then where each bucket starts; pairs per
+        # (position, child height, DAG) likewise; scratch: the maps of rows and pairs
+        rows = np.zeros((n_levels, width + 1, n_sets), dtype=np.int_)
+        pairs = np.zeros((width, n_levels, n_sets), dtype=np.int_)
+        scratch = np.empty(n + most_pairs, dtype=np.int32)
+        for i, a in enumerate((rows, pairs, scratch) + arrays):
+            out[i] = cnp.PyArray_DATA(a)
+        with nogil:
+            _merge(parts, n_sets, n_levels, width, n, n_pairs, <long*>out[0], <long*>out[1], <int*>out[2],
+                   <int*>out[3], <int*>out[4], <long*>out[5], <int*>out[6], <long*>out[7], <int*>out[8],
+                   <long*>out[9], <int*>out[10])
+        return arrays
+    finally:
+        free(parts)
+
+
+cdef void _merge(const _Part* parts, Py_ssize_t n_sets, Py_ssize_t n_levels, Py_ssize_t width, Py_ssize_t n,
+                 Py_ssize_t n_pairs, long* rows, long* pairs, int* scratch, int* order, int* position, long* fills,
+                 int* pair_child, long* pair_bounds, int* pair_of, long* level_ends, int* labels) noexcept nogil:
+    cdef Py_ssize_t s, h, k, kids, i, r, p, q, w, off, start, total, size, L = n_levels, S = n_sets
+    cdef const _Part* part
+    cdef int* row_map = scratch       # each DAG's rows, one after another -> merged rows
+    cdef int* pair_map = scratch + n  # one DAG's pairs -> merged pairs
+    # sizes: rows[(h * (width + 1) + width - kids) * S + s], pairs[(k * L + h) * S + s]
+    for s in range(S):
+        part = &parts[s]
+        w = part.width
+        for h in range(part.n_levels):
+            size = part.level_ends[h] - (part.level_ends[h - 1] if h else 0)
+            for kids in range(w + 1):  # fills[h, k]: the rows with more than k children
+                rows[(h * (width + 1) + width - kids) * S + s] = (
+                    (part.fills[h * w + kids - 1] if kids else size) - (part.fills[h * w + kids] if kids < w else 0))
+                if kids < w:
+                    fills[h * width + kids] += part.fills[h * w + kids]
+        for k in range(w):
+            for h in range(part.n_levels):
+                pairs[(k * L + h) * S + s] = part.pair_bounds[k * (part.n_levels + 1) + h + 1] - \
+                    part.pair_bounds[k * (part.n_levels + 1) + h]
+    # sizes -> starts, in bucket (block) order
+    total = 0
+    for i in range(L * (width + 1) * S):
+        size, rows[i] = rows[i], total
+        total += size
+        if (i + 1) % ((width + 1) * S) == 0:
+            level_ends[i // ((width + 1) * S)] = total
+    total = 0
+    for i in range(width * L * S):
+        if i % S == 0:
+            pair_bounds[(i // (L * S)) * (L + 1) + (i // S) % L] = total
+        size, pairs[i] = pairs[i], total
+        total += size
+    for k in range(width):
+        pair_bounds[k * (L + 1) + L] = pair_bounds[(k + 1) * (L + 1)] if k + 1 < width else n_pairs
+    off = 0
+    for s in range(S):
+        part = &parts[s]
+        w = part.width
+        start = 0
+        for h in range(part.n_levels):
+            for kids in range(w, -1, -1):
+                r = start + (part.fills[h * w + kids] if kids < w else 0)
+                q = rows[(h * (width + 1) + width - kids) * S + s]
+                size = (part.fills[h * w + kids - 1] if kids else part.level_ends[h] - start) - \
+                    (part.fills[h * w + kids] if kids < w else 0)
+                for i in range(size):
+                    row_map[off + r + i] = <int>(q + i)
+            start = part.level_ends[h]
+        for r in range(part.n):
+            q = row_map[off + r]
+            order[q] = <int>(off + part.order[r])
+            labels[q] = part.labels[r]
+            position[off + part.order[r]] = <int>q
+        for k in range(w):
+            for h in range(part.n_levels):
+                start = part.pair_bounds[k * (part.n_levels + 1) + h]
+                q = pairs[(k * L + h) * S + s]
+                for p in range(start, part.pair_bounds[k * (part.n_levels + 1) + h + 1]):
+                    pair_map[p] = <int>(q + p - start)
+                    pair_child[q + p - start] = row_map[off + part.pair_child[p]]
+            for r in range(part.n):
+                if part.pair_of[r * w + k] >= 0:
+                    pair_of[row_map[off + r] * width + k] = pair_map[part.pair_of[r * w + k]]
+        off += part.n
 
 
 cdef class NodeTable:

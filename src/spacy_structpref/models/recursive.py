@@ -36,7 +36,7 @@ node-by-node passes in Cython (``_recursive.pyx``, double precision;
 from collections import Counter
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, NamedTuple, Optional, Sequence, Union
 
 import numpy as np
 from nltk.tree import Tree
@@ -50,15 +50,32 @@ from ..trees.normalize import is_preterminal
 UNKNOWN, WORD = 0, 1  # label ids of unseen labels and of words (leaves that are not labels)
 
 
+class Layout(NamedTuple):
+    """A label DAG laid out for the batched passes (``_recursive.level_plan``,
+    see :class:`_LevelPlan`): rows are the nodes by height, within a height
+    by falling number of children; pairs the distinct (child, position)
+    pairs."""
+
+    order: np.ndarray        # (rows,) int32: each row's node
+    position: np.ndarray     # (nodes,) int32: each node's row
+    fills: np.ndarray        # (heights, K) int: per height, its rows with more than k children
+    pair_child: np.ndarray   # (pairs,) int32: each pair's child row
+    pair_bounds: np.ndarray  # (K, heights + 1) int: the first pair of position k whose child has height h or more
+    pair_of: np.ndarray      # (rows, K) int32: the pair of row r's k-th edge (-1: none)
+    level_ends: np.ndarray   # (heights,) int: each height's end row
+    labels: np.ndarray       # (rows,) int32: each row's label id
+
+
 @dataclass
 class LabelDAG:
-    """Candidates as one DAG: per distinct node its label id and children
-    (``-1``: none), the nodes grouped by height, each candidate's root node
-    and each set's range of candidates."""
+    """Candidates as one DAG: per distinct node its label id, children
+    (``-1``: none) and height (leaves 0, else one more than its highest
+    child), each candidate's root node and each set's range of
+    candidates."""
 
     labels: np.ndarray        # (N,) int
     children: np.ndarray      # (N, K) int, -1 padded, children left-packed (K: at most the net's max_children)
-    levels: List[np.ndarray]  # node ids of height 0, 1, ...
+    heights: np.ndarray       # (N,) int
     roots: np.ndarray         # (n_candidates,) int
     set_starts: np.ndarray    # (n_sets + 1,) int
     log_p: Optional[np.ndarray] = None  # (n_candidates,) float: the parser's log p, for log_p_input
@@ -68,22 +85,87 @@ class LabelDAG:
         return len(self.labels)
 
     @cached_property
-    def heights(self) -> np.ndarray:
-        h = np.zeros(self.n_nodes, dtype=np.int64)
-        for height, level in enumerate(self.levels):
-            h[level] = height
-        return h
+    def levels(self) -> List[np.ndarray]:
+        """Node ids of height 0, 1, ..."""
+        order = np.argsort(self.heights, kind="stable")
+        bounds = np.searchsorted(self.heights[order], np.arange(self.heights.max(initial=-1) + 2))
+        return [order[bounds[h]:bounds[h + 1]] for h in range(len(bounds) - 1)]
 
     @cached_property
-    def layout(self) -> tuple:
-        """The DAG laid out for the batched passes (``_recursive.level_plan``),
-        made once however many epochs use it."""
+    def layout(self) -> Layout:
+        """The DAG laid out for the batched passes, made once however many
+        epochs (and minibatches: :func:`concat_label_dags`) use it."""
         from ._recursive import level_plan
 
-        plan = level_plan(np.ascontiguousarray(self.children, dtype=np.int_), self.heights, len(self.levels))
+        children, heights, n = self.children, np.asarray(self.heights), self.n_nodes
+        if children.ndim != 2 or children.shape[0] != n or heights.shape != (n,):
+            raise StructPrefError(f"a label DAG of {n} nodes needs children of shape ({n}, K) and {n} heights, "
+                                  f"got {children.shape} and {heights.shape}")
+        if children.size and not -1 <= children.min() <= children.max() < n:
+            raise StructPrefError("the DAG's child ids must be node ids (or -1: none)")
+        n_levels = int(heights.max(initial=-1)) + 1
+        plan = level_plan(np.ascontiguousarray(children, dtype=np.int_), np.ascontiguousarray(heights, dtype=np.int_),
+                          n_levels)
         if plan is None:
-            raise StructPrefError("the DAG's levels must put every node above its children")
-        return plan
+            raise StructPrefError("the DAG's heights must put every node above its children")
+        order = plan[0]
+        level_ends = np.cumsum(np.bincount(heights, minlength=n_levels), dtype=np.int_)
+        return Layout(*plan, level_ends, np.asarray(self.labels, dtype=np.int32)[order])
+
+
+class LabelDAGBatch:
+    """Label DAGs as one input of the network, with no sharing across them
+    (what :func:`concat_label_dags` makes): the batched passes read a
+    layout merged from the parts' own (``_recursive.merge_layouts``),
+    without concatenating their nodes; the node arrays of a
+    :class:`LabelDAG` are joined when first asked for."""
+
+    def __init__(self, parts: Sequence[LabelDAG]):
+        self.parts = list(parts)
+        # each part's ids offset by the nodes (candidates) of the parts before it: one
+        # concatenation and one addition each, however many parts
+        nodes = np.array([len(p.labels) for p in self.parts], dtype=np.int64)
+        roots = [p.roots for p in self.parts]
+        n_roots = np.array([len(r) for r in roots], dtype=np.int64)
+        self.n_nodes = int(nodes.sum())
+        self.roots = np.concatenate([np.zeros(0, dtype=np.int64)] + roots)
+        self.roots += np.repeat(np.cumsum(nodes) - nodes, n_roots)
+        ends = [p.set_starts[1:] for p in self.parts]
+        self.set_starts = np.concatenate([np.zeros(1, dtype=np.int64)] + ends)
+        self.set_starts[1:] += np.repeat(np.cumsum(n_roots) - n_roots, [len(e) for e in ends])
+        with_log_p = [p.log_p is not None for p in self.parts]
+        if any(with_log_p) and not all(with_log_p):
+            raise StructPrefError("some label DAGs carry log probabilities and some do not")
+        self.log_p = np.concatenate([p.log_p for p in self.parts]) if self.parts and all(with_log_p) else None
+
+    @cached_property
+    def layout(self) -> Layout:
+        from ._recursive import merge_layouts
+
+        return Layout(*merge_layouts([p.layout for p in self.parts]))
+
+    @cached_property
+    def _joined(self) -> LabelDAG:
+        """The parts' nodes in one LabelDAG, ids offset by the nodes before them."""
+        parts = self.parts
+        sizes = np.array([p.n_nodes for p in parts], dtype=np.int64)
+        offsets = np.concatenate([[0], np.cumsum(sizes)])
+        width = max((p.children.shape[1] for p in parts), default=0)
+        children = np.full((self.n_nodes, width), -1, dtype=np.int64)
+        for p, start, end in zip(parts, offsets[:-1].tolist(), offsets[1:].tolist()):
+            children[start:end, :p.children.shape[1]] = p.children
+        np.add(children, np.repeat(offsets[:-1], sizes)[:, None], out=children, where=children >= 0)
+        return LabelDAG(np.concatenate([np.zeros(0, dtype=np.int64)] + [p.labels for p in parts]), children,
+                        np.concatenate([np.zeros(0, dtype=np.int64)] + [p.heights for p in parts]),
+                        self.roots, self.set_starts, self.log_p)
+
+    labels = property(lambda self: self._joined.labels)
+    children = property(lambda self: self._joined.children)
+    heights = property(lambda self: self._joined.heights)
+    levels = property(lambda self: self._joined.levels)
+
+
+Input = Union[LabelDAG, LabelDAGBatch]  # what the network takes
 
 
 @dataclass
@@ -226,44 +308,22 @@ class LabelDAGBuilder:
                 roots.extend(visit(t) for t in cands)
             set_starts.append(len(roots))
         labels, children, heights = table.arrays()
-        return _label_dag(labels, children, heights, np.asarray(roots, dtype=np.int64),
-                          np.asarray(set_starts, dtype=np.int64))
+        return LabelDAG(labels, children, heights, np.asarray(roots, dtype=np.int64),
+                        np.asarray(set_starts, dtype=np.int64))
 
 
-def concat_label_dags(parts: Sequence[LabelDAG]) -> LabelDAG:
-    """One DAG holding the sets of every part, in order (no sharing across
-    parts): a minibatch from sets converted once each. Log probabilities
-    are carried when every part has them."""
-    sizes = np.array([p.n_nodes for p in parts], dtype=np.int64)
-    offsets = np.concatenate([[0], np.cumsum(sizes)])
-    width = max((p.children.shape[1] for p in parts), default=0)
-    children = np.full((int(offsets[-1]), width), -1, dtype=np.int64)
-    for p, start, end in zip(parts, offsets[:-1].tolist(), offsets[1:].tolist()):
-        children[start:end, :p.children.shape[1]] = p.children
-    np.add(children, np.repeat(offsets[:-1], sizes)[:, None], out=children, where=children >= 0)
-    heights = np.concatenate([p.heights for p in parts])
-    roots = np.concatenate([p.roots + o for p, o in zip(parts, offsets)])
-    starts = np.cumsum([0] + [len(p.roots) for p in parts])
-    set_starts = np.concatenate([[0]] + [p.set_starts[1:] + s for p, s in zip(parts, starts)])
-    with_log_p = [p.log_p is not None for p in parts]
-    if any(with_log_p) and not all(with_log_p):
-        raise StructPrefError("some label DAGs carry log probabilities and some do not")
-    log_p = np.concatenate([p.log_p for p in parts]) if parts and all(with_log_p) else None
-    return _label_dag(np.concatenate([p.labels for p in parts]), children, heights, roots,
-                      set_starts.astype(np.int64), log_p)
-
-
-def _label_dag(labels, children, heights, roots, set_starts, log_p=None) -> LabelDAG:
-    order = np.argsort(heights, kind="stable")
-    bounds = np.searchsorted(heights[order], np.arange(heights.max(initial=-1) + 2))
-    levels = [order[bounds[h]:bounds[h + 1]] for h in range(len(bounds) - 1)]
-    return LabelDAG(labels, children, levels, roots, set_starts, log_p)
+def concat_label_dags(parts: Sequence[LabelDAG]) -> LabelDAGBatch:
+    """One network input holding the sets of every part, in order (no
+    sharing across parts): a minibatch from sets converted once each, each
+    laid out once. Log probabilities are carried when every part has
+    them."""
+    return LabelDAGBatch(parts)
 
 
 @registry.architectures("spacy_structpref.RecursiveNet.v1")
 def RecursiveNet(width: int = 25, max_children: int = 15, n_labels: int = 2,
                  init_scale: float = 0.01, seed: int = 0, log_p_input: bool = False,
-                 log_p_a: float = 1.0, log_p_b: float = 0.0, batched: bool = True) -> Model[LabelDAG, np.ndarray]:
+                 log_p_a: float = 1.0, log_p_b: float = 0.0, batched: bool = True) -> Model[Input, np.ndarray]:
     """Utilities ``U(x)`` (one per candidate) of a :class:`LabelDAG`;
     ``log_p_input`` adds ``v·(log_p_a·log p + log_p_b)`` (the DAG must carry
     ``log_p``). ``batched=False`` computes node by node in double precision
@@ -293,7 +353,7 @@ def _init(model: Model, X=None, Y=None) -> Model:
     return model
 
 
-def node_states(model: Model, dag: LabelDAG):
+def node_states(model: Model, dag: Input):
     """The state ``u(v)`` of every node of the DAG, one row each, on the
     model's device (the candidates' root states ``[dag.roots]`` are the
     adaptive representation of Menchetti et al. 2005, §6.3.3: Table 4 and
@@ -302,25 +362,25 @@ def node_states(model: Model, dag: LabelDAG):
     return model.ops.xp.take(_level_states(model, plan)[0], plan.position, axis=0)
 
 
-def _check_dag(model: Model, dag: LabelDAG) -> None:
-    """Clear errors for a DAG that does not fit the network (ids, shapes, levels)."""
+def _checked_layout(model: Model, dag: Input) -> Layout:
+    """The DAG's layout, with clear errors for a DAG that does not fit the
+    network (label ids, number of children, roots; the layout checks the
+    child ids and heights)."""
     E, W = model.get_param("E"), model.get_param("W")
-    if dag.labels.size and not 0 <= dag.labels.min() <= dag.labels.max() < E.shape[0]:
-        raise StructPrefError(f"label ids {int(dag.labels.min())}–{int(dag.labels.max())} are outside the "
+    layout = dag.layout
+    labels = layout.labels
+    if labels.size and not 0 <= labels.min() <= labels.max() < E.shape[0]:
+        raise StructPrefError(f"label ids {int(labels.min())}–{int(labels.max())} are outside the "
                               f"network's {E.shape[0]} labels: build the DAG with the network's vocabulary")
-    if dag.children.ndim != 2 or dag.children.shape[0] != dag.n_nodes or dag.children.shape[1] > W.shape[0]:
-        raise StructPrefError(f"the DAG's children must be (nodes, at most {W.shape[0]}) for this network, "
-                              f"got {dag.children.shape} for {dag.n_nodes} nodes")
-    if dag.children.size and not -1 <= dag.children.min() <= dag.children.max() < dag.n_nodes:
-        raise StructPrefError("the DAG's child ids must be node ids (or -1: none)")
-    order = _order(dag)
-    if len(order) != dag.n_nodes or (len(order) and not 0 <= order.min() <= order.max() < dag.n_nodes):
-        raise StructPrefError("the DAG's levels must hold every node once")
+    if layout.pair_of.shape[1] > W.shape[0]:
+        raise StructPrefError(f"the DAG has nodes of {layout.pair_of.shape[1]} children, this network at most "
+                              f"{W.shape[0]}")
     if dag.roots.size and not 0 <= dag.roots.min() <= dag.roots.max() < dag.n_nodes:
         raise StructPrefError("the DAG's roots must be node ids")
+    return layout
 
 
-def _order(dag: LabelDAG) -> np.ndarray:
+def _order(dag: Input) -> np.ndarray:
     """Node ids, children before parents."""
     return np.ascontiguousarray(np.concatenate(dag.levels) if dag.levels else np.zeros(0), dtype=np.int_)
 
@@ -335,7 +395,7 @@ class _LevelPlan:
     share children widely). Index arrays are int32 on the model's device.
 
     ``position[v]``: node v's row; ``labels`` per row; ``level_ends``: each
-    height's end row; ``pair_of[k, r]``: the pair of row r's k-th edge (-1:
+    height's end row; ``pair_of[r, k]``: the pair of row r's k-th edge (-1:
     none); ``pair_child``: each pair's child row; ``pair_bounds[k, h]``: the
     first pair of position k whose child has height h or more; ``roots``:
     each candidate's root row. The array path reads them as ``levels``: per
@@ -344,16 +404,15 @@ class _LevelPlan:
     position k whose child has this height; and ``positions``: ``(k, a,
     b)``, the pairs of each position."""
 
-    def __init__(self, dag: LabelDAG, model: Model):
-        _check_dag(model, dag)
-        order, position, self.fills, pair_child, self.pair_bounds, pair_of = dag.layout
-        self.level_ends = np.cumsum(np.bincount(dag.heights, minlength=len(dag.levels)), dtype=np.int_)
+    def __init__(self, dag: Input, model: Model):
+        layout = _checked_layout(model, dag)
+        self.fills, self.pair_bounds, self.level_ends = layout.fills, layout.pair_bounds, layout.level_ends
         ops = model.ops
-        self.position = ops.asarray(position)
-        self.labels = ops.asarray(dag.labels[order], dtype="int32")
-        self.pair_of = ops.asarray(pair_of)
-        self.pair_child = ops.asarray(pair_child)
-        self.roots = ops.asarray(position[dag.roots])
+        self.position = ops.asarray(layout.position)
+        self.labels = ops.asarray(layout.labels)
+        self.pair_of = ops.asarray(layout.pair_of)
+        self.pair_child = ops.asarray(layout.pair_child)
+        self.roots = ops.asarray(layout.position[dag.roots])
 
     @cached_property  # the array path reads it forward and backward
     def levels(self) -> List[tuple]:
@@ -427,7 +486,7 @@ def _level_states(model: Model, plan: _LevelPlan):
     for start, end, fill, blocks in plan.levels:
         pre = U[start:end]
         for k, m in enumerate(fill):
-            pre[:m] += xp.take(products, plan.pair_of[k, start:start + m], axis=0)
+            pre[:m] += xp.take(products, plan.pair_of[start:start + m, k], axis=0)
         xp.tanh(pre, out=pre)
         for k, a, b in blocks:
             xp.take(U, plan.pair_child[a:b], axis=0, out=child_states[a:b])
@@ -435,7 +494,7 @@ def _level_states(model: Model, plan: _LevelPlan):
     return U, child_states
 
 
-def _log_p_input(model: Model, dag: LabelDAG, dtype):
+def _log_p_input(model: Model, dag: Input, dtype):
     """``a·log p + b`` of each candidate on the model's device (None: the net has no such input)."""
     if not model.attrs["log_p_input"]:
         return None
@@ -446,7 +505,7 @@ def _log_p_input(model: Model, dag: LabelDAG, dtype):
     return model.ops.asarray(log_p, dtype=dtype)
 
 
-def _forward(model: Model, dag: LabelDAG, is_train: bool):
+def _forward(model: Model, dag: Input, is_train: bool):
     """Forward and backward height by height (backpropagation through
     structure, Goller & Küchler 1996). The backward pass takes the heights
     top down: the gradients of the pairs whose child has the height go to
@@ -514,14 +573,14 @@ def _backward_levels(ops, plan: _LevelPlan, W, U, child_states, dX, d_pairs) -> 
         d_pre = dX[start:end]
         d_pre *= d_tanh[start:end]
         for k, m in enumerate(fill):
-            ops.scatter_add(d_pairs, plan.pair_of[k, start:start + m], d_pre[:m])
+            ops.scatter_add(d_pairs, ops.xp.ascontiguousarray(plan.pair_of[start:start + m, k]), d_pre[:m])
 
 
-def _node_states(model: Model, dag: LabelDAG) -> np.ndarray:
+def _node_states(model: Model, dag: Input) -> np.ndarray:
     """Every node's state in double precision, node by node (the reference)."""
     from ._recursive import forward
 
-    _check_dag(model, dag)
+    _checked_layout(model, dag)
     E, W, b = (model.ops.to_numpy(model.get_param(n)) for n in ("E", "W", "b"))
     U = np.zeros((dag.n_nodes, E.shape[1]), dtype=np.float64)
     forward(_order(dag), np.ascontiguousarray(dag.labels, dtype=np.int_),
@@ -533,7 +592,7 @@ def _f64(a) -> np.ndarray:
     return np.ascontiguousarray(a, dtype=np.float64)
 
 
-def _forward_node_by_node(model: Model, dag: LabelDAG, is_train: bool):
+def _forward_node_by_node(model: Model, dag: Input, is_train: bool):
     """The passes node by node in double precision (``_recursive.pyx``):
     the reference the batched ones are checked against."""
     ops = model.ops
