@@ -279,6 +279,28 @@ def test_a_batch_merges_its_parts_layouts_into_that_of_their_concatenation(drawn
         np.testing.assert_allclose(grad, reference[name], rtol=1e-6, atol=1e-7, err_msg=name)
 
 
+def test_overlapping_passes_keep_their_own_work_arrays():
+    """The kernels reuse their work arrays between passes: two
+    ``begin_update`` before either backprop (and a predict between them)
+    give each pass its own, so the gradients equal those of passes one
+    after the other; a backprop runs once."""
+    dags = [label_dag([1, 0, 2, 2, 1], [[], [], [0, 1], [1, 0, 0], [2, 3, 1]], [4, 2, 4], [0, 2, 3], 3),
+            label_dag([0, 1, 2], [[], [0], [1, 0]], [2, 1], [0, 2], 3)]
+    d_scores = [np.array([1.0, -2.0, 0.5], dtype="f"), np.array([0.3, -1.0], dtype="f")]
+    model = RecursiveNet(6, 3, 3, init_scale=0.8, seed=4).initialize()
+    one_by_one = [passes(model, dag, d)[1] for dag, d in zip(dags, d_scores)]
+    (first, back_first), (second, back_second) = (model.begin_update(dag) for dag in dags)
+    model.predict(dags[0])
+    for backprop, d, expected in ((back_second, d_scores[1], one_by_one[1]), (back_first, d_scores[0], one_by_one[0])):
+        for name in model.param_names:
+            model.set_grad(name, np.zeros_like(model.get_grad(name)))
+        backprop(d)
+        for name, grad in expected.items():
+            np.testing.assert_allclose(model.get_grad(name), grad, rtol=1e-6, atol=1e-7, err_msg=name)
+    with pytest.raises(StructPrefError, match="once"):
+        back_first(d_scores[0])
+
+
 def test_batched_kernels_saturate_and_match_tanh():
     """Pre-activations near 0 (the kernels' tanh returns tiny inputs as they
     are), in its curved part, and far in both tails (it clamps them; there

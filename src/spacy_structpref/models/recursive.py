@@ -35,6 +35,7 @@ node-by-node passes in Cython (``_recursive.pyx``, double precision;
 """
 from collections import Counter
 from dataclasses import dataclass
+import threading
 from functools import cached_property
 from typing import Dict, List, NamedTuple, Optional, Sequence, Union
 
@@ -359,7 +360,11 @@ def node_states(model: Model, dag: Input):
     adaptive representation of Menchetti et al. 2005, §6.3.3: Table 4 and
     Fig. 2)."""
     plan = _LevelPlan(dag, model)
-    return model.ops.xp.take(_level_states(model, plan)[0], plan.position, axis=0)
+    U, child_states = _level_states(model, plan)
+    states = model.ops.xp.take(U, plan.position, axis=0)
+    if child_states is None:  # the kernels' U is scratch
+        _SCRATCH.give(U)
+    return states
 
 
 def _checked_layout(model: Model, dag: Input) -> Layout:
@@ -427,6 +432,42 @@ class _LevelPlan:
         return [(k, b[0], b[-1]) for k, b in enumerate(self.pair_bounds.tolist())]
 
 
+class _Scratch:
+    """Float32 work arrays of the CPU kernels, reused from one pass to the
+    next: a fresh array of a few megabytes costs a page fault per 4 KiB
+    (the allocator hands big blocks back to the system when they are
+    freed), a third of a minibatch's time at a state of 25. An array is
+    taken while a pass uses it and given back after it, so passes that
+    overlap (two ``begin_update`` before their backprops, threads) each
+    get their own; at most ``keep`` blocks wait, the largest kept."""
+
+    def __init__(self, keep: int = 6):
+        self.keep = keep
+        self._free: List[np.ndarray] = []
+        self._lock = threading.Lock()
+
+    def take(self, rows: int, width: int, zero: bool = False) -> np.ndarray:
+        n = rows * width
+        with self._lock:
+            fits = [i for i, block in enumerate(self._free) if block.size >= n]
+            block = self._free.pop(min(fits, key=lambda i: self._free[i].size)) if fits else None
+        if block is None:
+            block = np.empty(max(n, 1), dtype=np.float32)
+        out = block[:n].reshape(rows, width)
+        if zero:
+            out.fill(0.0)
+        return out
+
+    def give(self, *arrays: np.ndarray) -> None:
+        with self._lock:
+            self._free.extend(a.base if a.base is not None else a for a in arrays)
+            self._free.sort(key=lambda block: -block.size)
+            del self._free[self.keep:]
+
+
+_SCRATCH = _Scratch()
+
+
 def _uses_kernels(model: Model, dtype) -> bool:
     """Whether the passes run as the Cython kernels of ``_recursive.pyx``:
     single precision with numpy ops. Others (cupy's on a GPU, double
@@ -474,9 +515,10 @@ def _level_states(model: Model, plan: _LevelPlan):
     if _uses_kernels(model, E.dtype):
         from ._recursive import plan_forward
 
-        U = np.empty((len(plan.labels), E.shape[1]), dtype=np.float32)
+        U, products = _SCRATCH.take(len(plan.labels), E.shape[1]), _SCRATCH.take(n_pairs, E.shape[1])
         plan_forward(plan.labels, plan.pair_of, plan.pair_child, plan.level_ends, plan.pair_bounds,
-                     *(np.ascontiguousarray(a) for a in (E, W, b)), U, np.empty((n_pairs, E.shape[1]), dtype=np.float32))
+                     *(np.ascontiguousarray(a) for a in (E, W, b)), U, products)
+        _SCRATCH.give(products)
         return U, None
     gemm = _gemm(model.ops, E.dtype)
     U = xp.take(E, plan.labels, axis=0)
@@ -522,22 +564,34 @@ def _forward(model: Model, dag: Input, is_train: bool):
     log_p_in = _log_p_input(model, dag, W.dtype)
     if log_p_in is not None:
         scores = scores + model.get_param("v")[0] * log_p_in
+    kernels = child_states is None  # U is scratch, given back when the backward pass is done
+    if kernels and not is_train:
+        _SCRATCH.give(U)
+        U = None
+    used = []
 
-    def backprop(d_scores) -> LabelDAG:
+    def backprop(d_scores) -> Input:
+        if U is None or used:
+            raise StructPrefError("the recursive net's backprop runs once, after begin_update")
+        used.append(True)
         d_scores = ops.asarray(d_scores, dtype=W.dtype).reshape(-1, 1)
         # dX: the gradient at each row's state, then (in place, height by height) at its pre-activation
-        dX = xp.zeros_like(U)
-        ops.scatter_add(dX, plan.roots, xp.ascontiguousarray(d_scores * o))
-        d_pairs = xp.zeros((len(plan.pair_child), U.shape[1]), dtype=U.dtype)
         dE, dW = xp.zeros_like(model.get_param("E")), xp.zeros_like(W)
-        if child_states is None:
+        if kernels:
             from ._recursive import plan_backward
 
+            dX, d_pairs = _SCRATCH.take(*U.shape, zero=True), _SCRATCH.take(len(plan.pair_child), U.shape[1], True)
+            ops.scatter_add(dX, plan.roots, xp.ascontiguousarray(d_scores * o))
             db = xp.zeros_like(model.get_param("b"))
             plan_backward(plan.labels, plan.pair_of, plan.pair_child, plan.level_ends, plan.pair_bounds,
                           np.ascontiguousarray(W), U, dX, d_pairs, dE, db)
-            _position_grads(gemm, plan, d_pairs, xp.take(U, plan.pair_child, axis=0), dW)
+            children = _SCRATCH.take(len(plan.pair_child), U.shape[1])
+            _position_grads(gemm, plan, d_pairs, np.take(U, plan.pair_child, axis=0, out=children), dW)
+            _SCRATCH.give(U, dX, d_pairs, children)
         else:
+            dX = xp.zeros_like(U)
+            ops.scatter_add(dX, plan.roots, xp.ascontiguousarray(d_scores * o))
+            d_pairs = xp.zeros((len(plan.pair_child), U.shape[1]), dtype=U.dtype)
             _backward_levels(ops, plan, W, U, child_states, dX, d_pairs)
             _position_grads(gemm, plan, d_pairs, child_states, dW)
             ops.scatter_add(dE, plan.labels, dX)

@@ -74,7 +74,7 @@ class SymbolTable:
         return _intern(self._word_ids, self.words, word)
 
     def production_id(self, label_id: int, child_symbols: Sequence[int]) -> int:
-        key = (int(label_id), tuple(int(c) for c in child_symbols))
+        key = (int(label_id), tuple(map(int, child_symbols)))
         return _intern(self._prod_ids, self.productions, key)
 
     def label_ids(self, labels: Iterable[str]) -> List[int]:

@@ -54,16 +54,18 @@ class TreeSetDAG(Sequence):
         key = (prod, tuple(kids))
         d = self._ids.get(key)
         if d is None:
+            kids, d = key[1], len(self._prod)
             if not 0 <= prod < len(self.symbols.productions):
                 raise StructPrefError(f"production {prod} is not in the SymbolTable")
-            arity = self.symbols.node_arity(prod)
-            if len(key[1]) != arity or (arity and (min(key[1]) < 0 or max(key[1]) >= len(self._prod))):
-                raise StructPrefError(f"{self.symbols.production_str(prod)!r} needs {arity} node "
-                                      f"children among the {len(self._prod)} DAG nodes, got {key[1]}")
-            d = self._ids[key] = len(self._prod)
+            if len(kids) != self.symbols.node_arity(prod) or (kids and (min(kids) < 0 or max(kids) >= d)):
+                raise StructPrefError(f"{self.symbols.production_str(prod)!r} needs "
+                                      f"{self.symbols.node_arity(prod)} node children among the {d} DAG "
+                                      f"nodes, got {kids}")
+            self._ids[key] = d
             self._prod.append(prod)
-            self._kids.append(key[1])
-            self.cache.clear()
+            self._kids.append(kids)
+            if self.cache:
+                self.cache.clear()
         return d
 
     def intern_tree(self, tree: Tree) -> int:
