@@ -171,6 +171,8 @@ def test_missing_tags_and_errors():
         tagger.add_label(3)
     with pytest.raises(TaggerError, match="nuclear_lambda"):
         spacy.blank("en").add_pipe("distro_tagger", config={"nuclear_lambda": -1.0})
+    with pytest.raises((TaggerError, ValueError), match="average_A"):
+        spacy.blank("en").add_pipe("distro_tagger", config={"average_A": "yes"})
     with pytest.raises(TypeError):  # spaCy's own check of the callback
         spacy.blank("en").add_pipe("distro_tagger").initialize(lambda: [])
 
@@ -254,6 +256,26 @@ def test_restarts_keep_the_lowest_objective():
         numpy.testing.assert_allclose(mine, theirs, rtol=1e-5, atol=1e-6)
     with tagger.model.use_params(opt.averages), alone.model.use_params(alone_opt.averages):
         numpy.testing.assert_allclose(tagger.label_matrix, alone.label_matrix, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("average_A", [True, False])
+def test_average_A_false_evaluates_w_averaged_with_A_as_it_stands(average_A):
+    """With the optimizer's averages in place (as spaCy evaluates), A is the
+    running average of its steps, or A itself with ``average_A = false``;
+    w is averaged either way."""
+    from thinc.api import Adam
+
+    nlp = spacy.blank("xx")
+    tagger = _family_tagger(nlp, w_steps=2, a_steps=2, nuclear_lambda=0.1, average_A=average_A)
+    examples = _family_examples(nlp)
+    opt = nlp.initialize(lambda: examples, sgd=Adam(0.05, use_averages=True))
+    for i in range(0, 8 * 4, 4):
+        nlp.update(examples[i % len(examples):i % len(examples) + 4], sgd=opt)
+    raw_A, raw_w = tagger.label_matrix.copy(), _params(tagger.model)
+    with tagger.model.use_params(opt.averages):
+        averaged_A, averaged_w = tagger.label_matrix, _params(tagger.model)
+    assert numpy.array_equal(averaged_A, raw_A) is not average_A
+    assert any(not numpy.array_equal(a, b) for a, b in zip(averaged_w, raw_w))
 
 
 def test_training_objective_by_hand():

@@ -111,25 +111,27 @@ def _params(model):
             for name in node.param_names if node.has_param(name)}
 
 
-def test_label_step_is_scaled_adam_then_prox_and_the_average_of_A_is_A(docs):
-    """w is averaged over steps against A as it stands, so A's "average" is A itself (a copy)."""
+@pytest.mark.parametrize("average", [True, False])
+def test_label_step_is_scaled_adam_then_prox_on_A_and_its_average(docs, average):
+    """A's running average gets the prox too; with average=False it is A itself (a copy)."""
     model = _after_label_phase_backprop(docs)
     labels = model.get_ref("labels")
     A, dA = labels.get_param("A").copy(), labels.get_grad("A").copy()
     before = _params(model)
     opt = Adam(0.1, use_averages=True)
-    rank = finish_label_update(labels, opt, lr_scale=0.5, nuclear_lambda=4.0)
+    rank = finish_label_update(labels, opt, lr_scale=0.5, nuclear_lambda=4.0, average=average)
     # reference: a first Adam step at learn rate 0.1 · 0.5, then the prox at 0.05 · 4
     stepped, _ = Adam(0.05)(("ref", "A"), A, dA)
     expected, expected_rank = prox_step(stepped, 0.2)
     numpy.testing.assert_allclose(labels.get_param("A"), expected, rtol=1e-5, atol=1e-6)
     assert rank == expected_rank
     averaged = opt.averages[(labels.id, "A")]
-    numpy.testing.assert_array_equal(averaged, labels.get_param("A"))
-    assert averaged is not labels.get_param("A") and averaged.dtype == numpy.float32
+    numpy.testing.assert_allclose(numpy.linalg.norm(averaged, axis=0), 1.0, rtol=1e-5)
     labels.set_grad("A", dA)
-    finish_label_update(labels, opt, lr_scale=0.5, nuclear_lambda=4.0)  # a second step: no running mean
-    numpy.testing.assert_array_equal(opt.averages[(labels.id, "A")], labels.get_param("A"))
+    finish_label_update(labels, opt, lr_scale=0.5, nuclear_lambda=4.0, average=average)  # a second step
+    averaged = opt.averages[(labels.id, "A")]
+    assert numpy.array_equal(averaged, labels.get_param("A")) is not average
+    assert averaged is not labels.get_param("A") and averaged.dtype == numpy.float32
     after = _params(model)
     changed = {key for key in before if not numpy.array_equal(before[key], after[key])}
     assert changed == {(i, "A") for i, node in enumerate(model.walk()) if node is labels}

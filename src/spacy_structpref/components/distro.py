@@ -62,8 +62,8 @@ class DistroPipe(StructPrefPipe, TrainablePipe):
 
     def __init__(self, vocab, model: Model, name: Optional[str] = None, *, w_steps: int = 100, a_steps: int = 20,
                  w_epochs: Optional[int] = None, a_epochs: Optional[int] = None, a_rounds: Optional[int] = None,
-                 restarts: int = 1, nuclear_lambda: float = 1.0, a_learn_rate_scale: float = 1.0, cost: float = 1.0,
-                 scorer: Optional[Callable] = None):
+                 restarts: int = 1, nuclear_lambda: float = 1.0, a_learn_rate_scale: float = 1.0,
+                 average_A: bool = True, cost: float = 1.0, scorer: Optional[Callable] = None):
         if (w_epochs is None) != (a_epochs is None) or (w_epochs is not None and (w_epochs < 1 or a_epochs < 0)):
             raise TaggerError("w_epochs and a_epochs are set together (w_epochs >= 1, a_epochs >= 0) or both "
                               f"null (phases in steps), got {w_epochs}, {a_epochs}")
@@ -78,7 +78,8 @@ class DistroPipe(StructPrefPipe, TrainablePipe):
         self.name = name or self.factory
         self.cfg = {"labels": [], "w_steps": w_steps, "a_steps": a_steps, "w_epochs": w_epochs,
                     "a_epochs": a_epochs, "a_rounds": a_rounds, "restarts": restarts, "nuclear_lambda": nuclear_lambda,
-                    "a_learn_rate_scale": a_learn_rate_scale, "cost": cost, "epoch_size": None}
+                    "a_learn_rate_scale": a_learn_rate_scale, "average_A": average_A, "cost": cost,
+                    "epoch_size": None}
         self._check_schedule(self.cfg)
         self.scorer = scorer
         self.n_steps = 0  # optimizer steps taken: drives a schedule in steps
@@ -102,6 +103,8 @@ class DistroPipe(StructPrefPipe, TrainablePipe):
         check_number(f"{self.name}: a_learn_rate_scale", cfg["a_learn_rate_scale"], 0.0, above=True,
                      error=TaggerError)
         check_number(f"{self.name}: cost", cfg["cost"], 0.0, above=True, error=TaggerError)
+        if not isinstance(cfg["average_A"], bool):
+            raise TaggerError(f"{self.name}: average_A must be true or false, got {cfg['average_A']!r}")
 
     # -- labels ---------------------------------------------------------------
     @property
@@ -249,7 +252,8 @@ class DistroPipe(StructPrefPipe, TrainablePipe):
                     model.get_ref(name).finish_update(sgd)
             else:
                 rank = finish_label_update(model.get_ref("labels"), sgd, lr_scale=self.cfg["a_learn_rate_scale"],
-                                           nuclear_lambda=self.cfg["nuclear_lambda"])
+                                           nuclear_lambda=self.cfg["nuclear_lambda"],
+                                           average=self.cfg["average_A"])
                 self.last_rank = rank if i == 0 else self.last_rank
         self.n_steps += 1
         first_round = (self.cfg["w_epochs"] or 0) + (self.cfg["a_epochs"] or 0)

@@ -37,11 +37,11 @@ class DistroTaggerComponent(DistroPipe):
                  overwrite: bool = False, w_steps: int = 100, a_steps: int = 20,
                  w_epochs: Optional[int] = None, a_epochs: Optional[int] = None, a_rounds: Optional[int] = None,
                  restarts: int = 1, nuclear_lambda: float = 1.0, a_learn_rate_scale: float = 1.0,
-                 cost: float = 1.0, tag_dict_min_count: Optional[int] = None,
+                 average_A: bool = True, cost: float = 1.0, tag_dict_min_count: Optional[int] = None,
                  scorer: Optional[Callable] = None):
         super().__init__(vocab, model, name, w_steps=w_steps, a_steps=a_steps, w_epochs=w_epochs,
                          a_epochs=a_epochs, a_rounds=a_rounds, restarts=restarts, nuclear_lambda=nuclear_lambda,
-                         a_learn_rate_scale=a_learn_rate_scale, cost=cost, scorer=scorer)
+                         a_learn_rate_scale=a_learn_rate_scale, average_A=average_A, cost=cost, scorer=scorer)
         if tag_dict_min_count is not None and (not isinstance(tag_dict_min_count, int)
                                                or tag_dict_min_count < 1):
             raise TaggerError(f"tag_dict_min_count must be null (off) or an int >= 1, got "

@@ -29,7 +29,7 @@ def distro_model(features: str) -> dict:
 
 # the learning settings of the DISTRO components
 DISTRO_SCHEDULE = {"w_steps": 100, "a_steps": 20, "w_epochs": None, "a_epochs": None, "a_rounds": None,
-                   "restarts": 1, "nuclear_lambda": 1.0, "a_learn_rate_scale": 1.0, "cost": 1.0}
+                   "restarts": 1, "nuclear_lambda": 1.0, "a_learn_rate_scale": 1.0, "average_A": True, "cost": 1.0}
 # the effective rank of A in the scores; its share of the labels a column of spacy train's table
 DISTRO_RANK_WEIGHTS = {"effective_rank": None, "rank_share": 0.0}
 
@@ -46,7 +46,7 @@ PARSEVAL_WEIGHTS = {"parseval_f": 1.0, "parseval_p": 0.0, "parseval_r": 0.0, "pa
 )
 def make_distro_tagger(nlp: Language, name: str, model: Model, overwrite: bool, w_steps: int,
                        a_steps: int, w_epochs: Optional[int], a_epochs: Optional[int], a_rounds: Optional[int],
-                       restarts: int, nuclear_lambda: float, a_learn_rate_scale: float,
+                       restarts: int, nuclear_lambda: float, a_learn_rate_scale: float, average_A: bool,
                        cost: float, tag_dict_min_count: Optional[int], scorer: Optional[Callable]):
     guard_pipeline(nlp)
     from .distro_tagger import DistroTaggerComponent
@@ -54,7 +54,7 @@ def make_distro_tagger(nlp: Language, name: str, model: Model, overwrite: bool, 
     return DistroTaggerComponent(nlp.vocab, model, name, overwrite=overwrite, w_steps=w_steps,
                                  a_steps=a_steps, w_epochs=w_epochs, a_epochs=a_epochs, a_rounds=a_rounds,
                                  restarts=restarts, nuclear_lambda=nuclear_lambda,
-                                 a_learn_rate_scale=a_learn_rate_scale, cost=cost,
+                                 a_learn_rate_scale=a_learn_rate_scale, average_A=average_A, cost=cost,
                                  tag_dict_min_count=tag_dict_min_count, scorer=scorer)
 
 
@@ -67,14 +67,14 @@ def make_distro_tagger(nlp: Language, name: str, model: Model, overwrite: bool, 
 )
 def make_distro_textcat(nlp: Language, name: str, model: Model, w_steps: int, a_steps: int,
                         w_epochs: Optional[int], a_epochs: Optional[int], a_rounds: Optional[int], restarts: int,
-                        nuclear_lambda: float, a_learn_rate_scale: float, cost: float,
+                        nuclear_lambda: float, a_learn_rate_scale: float, average_A: bool, cost: float,
                         scorer: Optional[Callable]):
     guard_pipeline(nlp)
     from .distro_textcat import DistroTextcat
 
     return DistroTextcat(nlp.vocab, model, name, w_steps=w_steps, a_steps=a_steps, w_epochs=w_epochs,
                          a_epochs=a_epochs, a_rounds=a_rounds, restarts=restarts, nuclear_lambda=nuclear_lambda,
-                         a_learn_rate_scale=a_learn_rate_scale, cost=cost, scorer=scorer)
+                         a_learn_rate_scale=a_learn_rate_scale, average_A=average_A, cost=cost, scorer=scorer)
 
 
 @Language.factory(

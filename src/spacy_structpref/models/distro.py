@@ -256,16 +256,17 @@ def predict_scores(model: Model, docs: List[Doc], mask=None) -> DistroScores:
 
 
 def finish_label_update(labels: Model, optimizer: Optimizer, *, lr_scale: float,
-                        nuclear_lambda: float) -> int:
+                        nuclear_lambda: float, average: bool = True) -> int:
     """A step on the ``labels`` layer: proximal (sub)gradient descent on the
     hinge loss plus ``λ2 ||A||_*`` (Srikumar & Manning 2014), i.e. the
     optimizer's step with its learning rate scaled by ``lr_scale``, then
     :func:`prox_step` with threshold ``step · λ2`` (step = learn_rate ·
     lr_scale). The optimizer's running average of A, which spaCy evaluates
-    and saves, is kept equal to A itself: the weights w, averaged over the
-    w steps that follow, are trained against A as it is, and the product of
-    two averages is not the average of the products. Returns the rank after
-    thresholding."""
+    and saves, gets the same map so that it too is low-rank with unit
+    columns; with ``average=False`` it is A itself instead (the weights w,
+    averaged over the w steps that follow, are trained against A as it
+    stands, and an average of A beside an average of w is a model no step
+    trained). Returns the rank after thresholding."""
     key = (labels.id, "A")
     if labels.has_grad("A"):
         A, _ = optimizer(key, labels.get_param("A"), labels.get_grad("A"), lr_scale=lr_scale)
@@ -273,8 +274,10 @@ def finish_label_update(labels: Model, optimizer: Optimizer, *, lr_scale: float,
     threshold = float(optimizer.learn_rate) * lr_scale * nuclear_lambda
     A, rank = prox_step(labels.get_param("A"), threshold)
     labels.set_param("A", A)
-    if optimizer.averages is not None:
+    if optimizer.averages is not None and not average:
         optimizer.averages[key] = labels.ops.xp.array(A, dtype="float32", copy=True)
+    elif optimizer.averages is not None and key in optimizer.averages:
+        optimizer.averages[key] = prox_step(optimizer.averages[key], threshold)[0]
     return rank
 
 
