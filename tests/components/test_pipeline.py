@@ -298,7 +298,11 @@ def test_loads_during_saves_get_one_pipeline_or_the_other(pipelines, tmp_path, m
     monkeypatch.setattr(util, "load_model_from_path", lambda *a, **kw: built.append(1) or load_from_path(*a, **kw))
     seen = {"a": 0, "b": 0}
     try:
-        for _ in range(12):
+        # 12 loads at least, until both pipelines were seen (on a busy machine one
+        # writer may hold the directory through several loads)
+        for n in range(200):
+            if n >= 12 and seen["a"] and seen["b"]:
+                break
             loaded = spacy.load(target)
             got = [name for name, (_, _, reference, _) in pipelines.items() if fingerprint(loaded) == reference]
             assert len(got) == 1, "a load mixed the two pipelines"
