@@ -9,10 +9,11 @@ children rows are left-packed, ``-1`` padded. Everything is double
 precision; the Python side converts and checks shapes and ids.
 
 ``NodeTable`` hash-conses the label DAG's nodes, ``level_plan`` lays a
-DAG out for the batched passes of ``recursive.py``, and ``plan_forward`` /
-``plan_backward`` are those passes in single precision on a CPU: every
-height in one call, without the per-height array calls that dominate at a
-state size of 25."""
+DAG out for the batched passes of ``recursive.py``, ``merge_layouts``
+joins the layouts of a minibatch's DAGs, and ``plan_forward`` /
+``plan_backward`` are those passes in single precision on a CPU (C
+compiled for AVX2 beside the baseline): every height in one call, without
+the per-height array calls that dominate at a state size of 25."""
 import numpy as np
 cimport numpy as cnp
 from libc.math cimport tanh
