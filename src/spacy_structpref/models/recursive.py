@@ -129,8 +129,9 @@ class LabelDAGBatch:
         roots = [p.roots for p in self.parts]
         n_roots = np.array([len(r) for r in roots], dtype=np.int64)
         self.n_nodes = int(nodes.sum())
+        self._sizes, self._offsets = nodes, np.cumsum(nodes) - nodes  # each part's nodes and first node id
         self.roots = np.concatenate([np.zeros(0, dtype=np.int64)] + roots)
-        self.roots += np.repeat(np.cumsum(nodes) - nodes, n_roots)
+        self.roots += np.repeat(self._offsets, n_roots)
         ends = [p.set_starts[1:] for p in self.parts]
         self.set_starts = np.concatenate([np.zeros(1, dtype=np.int64)] + ends)
         self.set_starts[1:] += np.repeat(np.cumsum(n_roots) - n_roots, [len(e) for e in ends])
@@ -149,13 +150,11 @@ class LabelDAGBatch:
     def _joined(self) -> LabelDAG:
         """The parts' nodes in one LabelDAG, ids offset by the nodes before them."""
         parts = self.parts
-        sizes = np.array([p.n_nodes for p in parts], dtype=np.int64)
-        offsets = np.concatenate([[0], np.cumsum(sizes)])
         width = max((p.children.shape[1] for p in parts), default=0)
         children = np.full((self.n_nodes, width), -1, dtype=np.int64)
-        for p, start, end in zip(parts, offsets[:-1].tolist(), offsets[1:].tolist()):
-            children[start:end, :p.children.shape[1]] = p.children
-        np.add(children, np.repeat(offsets[:-1], sizes)[:, None], out=children, where=children >= 0)
+        for p, start in zip(parts, self._offsets.tolist()):
+            children[start:start + p.n_nodes, :p.children.shape[1]] = p.children
+        np.add(children, np.repeat(self._offsets, self._sizes)[:, None], out=children, where=children >= 0)
         return LabelDAG(np.concatenate([np.zeros(0, dtype=np.int64)] + [p.labels for p in parts]), children,
                         np.concatenate([np.zeros(0, dtype=np.int64)] + [p.heights for p in parts]),
                         self.roots, self.set_starts, self.log_p)
