@@ -12,7 +12,7 @@ precision; the Python side converts and checks shapes and ids.
 DAG out for the batched passes of ``recursive.py``, ``merge_layouts``
 joins the layouts of a minibatch's DAGs, and ``plan_forward`` /
 ``plan_backward`` are those passes in single precision on a CPU (C
-compiled for AVX2 beside the baseline): every height in one call, without
+compiled for AVX-512 and AVX2 beside the baseline): every height in one call, without
 the per-height array calls that dominate at a state size of 25."""
 import numpy as np
 cimport numpy as cnp
@@ -111,10 +111,12 @@ cdef void _backward(const long[::1] order, const long[::1] labels, const long[:,
 
 cdef extern from *:
     """
-    /* The batched passes as C over raw arrays, compiled twice where GCC can
-       (x86-64 Linux): for AVX2 with FMA and for the baseline, the better
-       chosen when the module loads (target_clones). At a state of 25 the
-       wider vectors make the passes about 1.4 times as fast; a build for
+    /* The batched passes as C over raw arrays, compiled three times where
+       GCC can (x86-64 Linux): for AVX-512, for AVX2 with FMA and for the
+       baseline, the best the CPU runs chosen when the module loads
+       (target_clones). At a state of 25 AVX2 makes the passes about 1.4
+       times as fast as the baseline, and AVX-512 the forward pass 1.3
+       times as fast again (its 32 outputs in two registers); a build for
        the baseline alone would leave that on every user's machine. GCC
        if-converts tanh's clamps only without trapping math. */
     #if defined(__GNUC__) && !defined(__clang__)
@@ -122,7 +124,7 @@ cdef extern from *:
     #pragma GCC optimize("no-trapping-math")
     #endif
     #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__GLIBC__)
-    #define SPP_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+    #define SPP_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
     #else
     #define SPP_CLONES
     #endif
@@ -157,9 +159,11 @@ cdef extern from *:
     /* out[0:h] = (or +=) sum_l x[l] M[l, 0:h], M with rows of `stride` >= h
        rounded up to 32 floats (zero padded): BLOCK outputs at a time held in
        registers over the whole sum. Measured at a state of 25: the forward
-       pass, storing its outputs, runs fastest with 32 (four or eight
+       pass, storing its outputs, runs fastest with 32 (two or four
        independent vector sums, where one would wait on its own latency at
-       every step), the backward pass, adding into rows of dX, with 8. */
+       every step), the backward pass, adding into rows of dX, with 16
+       (0.75 -> 0.58 ms a minibatch of the 300-sentence bench with AVX2,
+       0.53 with AVX-512). */
     #define SPP_VECMAT(NAME, BLOCK, OP) \
     static inline void NAME(const float* x, const float* M, Py_ssize_t h, Py_ssize_t stride, float* out) { \
         for (Py_ssize_t jb = 0; jb < h; jb += BLOCK) { \
@@ -176,7 +180,7 @@ cdef extern from *:
         } \
     }
     SPP_VECMAT(spp_vecmat_store, 32, =)
-    SPP_VECMAT(spp_vecmat_add, 8, +=)
+    SPP_VECMAT(spp_vecmat_add, 16, +=)
 
     /* Over row r's edges (pair_of: rows x width, -1 after the last): add
        each pair's row into x (gather: the forward pass) or x into each
