@@ -9,6 +9,8 @@ from importlib.metadata import entry_points
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from spacy.util import registry
 from thinc.api import Adam, Config
 
@@ -394,3 +396,32 @@ def test_registered_learners_load_cheaply():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0 and out.stdout.strip() == "[]", out.stdout + out.stderr
 
+
+
+class _Counted(list):
+    """Sets of which each access is counted, with sizes told without access."""
+
+    def __init__(self, items):
+        super().__init__(items)
+        self.reads = 0
+
+    def __getitem__(self, i):
+        self.reads += 1
+        return super().__getitem__(i)
+
+    def sizes(self):
+        return [len(x) for x in list.__iter__(self)]
+
+
+@given(st.lists(st.lists(st.integers(), max_size=4), min_size=1, max_size=12), st.data())
+def test_subsequence_of_subsequence_is_one_level_with_the_same_items(items, data):
+    n = len(items)
+    outer = data.draw(st.lists(st.integers(0, n - 1), max_size=10))
+    inner = data.draw(st.lists(st.integers(0, len(outer) - 1), max_size=10)) if outer else []
+    counted = _Counted(items)
+    nested = Subsequence(Subsequence(counted, outer), inner)
+    assert nested.items is counted
+    assert nested.indices == [outer[i] for i in inner]
+    assert nested.sizes() == [len(items[outer[i]]) for i in inner]
+    assert counted.reads == 0  # sizes come from the items' sizes(), no set is read
+    assert list(nested) == [items[outer[i]] for i in inner]

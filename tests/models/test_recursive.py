@@ -245,6 +245,25 @@ def test_batched_passes_equal_node_by_node_on_tree_sets(sets, max_children, arra
     assert_batched_equals_node_by_node(dag, len(vocab) + 2, max_children, state=13, array_path=array_path)
 
 
+@pytest.mark.parametrize("state", [25, 37])
+def test_weight_gradients_over_many_pairs_equal_node_by_node(state):
+    """Positions with hundreds of pairs (the weight gradient's chunks of
+    128), a state past 32 floats (two column blocks) and not a multiple of
+    its row tiles; the DAG in shallow layers (deep random DAGs amplify
+    float32's rounding past any tolerance)."""
+    rng = np.random.default_rng(state)
+    layer, depth, width = 500, 4, 3
+    children = [[] for _ in range(layer)]
+    for d in range(1, depth):
+        below = range((d - 1) * layer, d * layer)
+        children += [sorted(rng.choice(below, size=rng.integers(1, width + 1), replace=False).tolist())
+                     for _ in range(layer)]
+    roots = rng.choice(range((depth - 1) * layer, depth * layer), size=40, replace=False).tolist()
+    dag = label_dag(rng.integers(0, 5, len(children)).tolist(), children, roots, [0, 17, 40], width)
+    assert int((dag.layout.pair_bounds[:, -1] - dag.layout.pair_bounds[:, 0]).max()) > 2 * 128
+    assert_batched_equals_node_by_node(dag, 5, width, state=state)
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.lists(random_dags(), min_size=1, max_size=4))
 def test_a_batch_merges_its_parts_layouts_into_that_of_their_concatenation(drawn):

@@ -41,6 +41,8 @@ class Subsequence(SequenceABC):
     stays lazy, and keeps telling its sizes)."""
 
     def __init__(self, items: Sequence, indices: Sequence[int]):
+        if isinstance(items, Subsequence):  # one level however deep: a minibatch of a training subset
+            items, indices = items.items, [items.indices[i] for i in indices]
         self.items, self.indices = items, list(indices)
 
     def __len__(self) -> int:
@@ -52,8 +54,12 @@ class Subsequence(SequenceABC):
         return self.items[self.indices[i]]
 
     def sizes(self) -> List[int]:
-        sizes = set_sizes(self.items)
-        return [sizes[i] for i in self.indices]
+        # the items' own sizes read in place (no copy of a whole treebank's per minibatch)
+        of = getattr(self.items, "sizes", None)
+        if callable(of):
+            sizes = of()
+            return [sizes[i] for i in self.indices]
+        return [len(self.items[i]) for i in self.indices]
 
 
 def teaching_sets(sets: Sequence[Sequence], gold: Sequence[Optional[int]]

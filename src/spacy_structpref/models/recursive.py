@@ -583,10 +583,8 @@ def _forward(model: Model, dag: Input, is_train: bool):
             ops.scatter_add(dX, plan.roots, xp.ascontiguousarray(d_scores * o))
             db = xp.zeros_like(model.get_param("b"))
             plan_backward(plan.labels, plan.pair_of, plan.pair_child, plan.level_ends, plan.pair_bounds,
-                          np.ascontiguousarray(W), U, dX, d_pairs, dE, db)
-            children = _SCRATCH.take(len(plan.pair_child), U.shape[1])
-            _position_grads(gemm, plan, d_pairs, np.take(U, plan.pair_child, axis=0, out=children), dW)
-            _SCRATCH.give(U, dX, d_pairs, children)
+                          np.ascontiguousarray(W), U, dX, d_pairs, dE, db, dW)
+            _SCRATCH.give(U, dX, d_pairs)
         else:
             dX = xp.zeros_like(U)
             ops.scatter_add(dX, plan.roots, xp.ascontiguousarray(d_scores * o))
