@@ -575,6 +575,14 @@ def merge_layouts(list layouts):
         free(parts)
 
 
+cdef inline Py_ssize_t _rows_with(const _Part* part, Py_ssize_t h, Py_ssize_t kids) noexcept nogil:
+    """The number of a DAG's height-h rows with exactly ``kids`` children
+    (its fills count the rows with more than k)."""
+    cdef Py_ssize_t w = part.width
+    cdef Py_ssize_t size = part.level_ends[h] - (part.level_ends[h - 1] if h else 0)
+    return (part.fills[h * w + kids - 1] if kids else size) - (part.fills[h * w + kids] if kids < w else 0)
+
+
 cdef void _merge(const _Part* parts, Py_ssize_t n_sets, Py_ssize_t n_levels, Py_ssize_t width, Py_ssize_t n,
                  Py_ssize_t n_pairs, long* rows, long* pairs, int* scratch, int* order, int* position, long* fills,
                  int* pair_child, long* pair_bounds, int* pair_of, long* level_ends, int* labels) noexcept nogil:
@@ -587,10 +595,8 @@ cdef void _merge(const _Part* parts, Py_ssize_t n_sets, Py_ssize_t n_levels, Py_
         part = &parts[s]
         w = part.width
         for h in range(part.n_levels):
-            size = part.level_ends[h] - (part.level_ends[h - 1] if h else 0)
-            for kids in range(w + 1):  # fills[h, k]: the rows with more than k children
-                rows[(h * (width + 1) + width - kids) * S + s] = (
-                    (part.fills[h * w + kids - 1] if kids else size) - (part.fills[h * w + kids] if kids < w else 0))
+            for kids in range(w + 1):
+                rows[(h * (width + 1) + width - kids) * S + s] = _rows_with(part, h, kids)
                 if kids < w:
                     fills[h * width + kids] += part.fills[h * w + kids]
         for k in range(w):
@@ -621,9 +627,7 @@ cdef void _merge(const _Part* parts, Py_ssize_t n_sets, Py_ssize_t n_levels, Py_
             for kids in range(w, -1, -1):
                 r = start + (part.fills[h * w + kids] if kids < w else 0)
                 q = rows[(h * (width + 1) + width - kids) * S + s]
-                size = (part.fills[h * w + kids - 1] if kids else part.level_ends[h] - start) - \
-                    (part.fills[h * w + kids] if kids < w else 0)
-                for i in range(size):
+                for i in range(_rows_with(part, h, kids)):
                     row_map[off + r + i] = <int>(q + i)
             start = part.level_ends[h]
         for r in range(part.n):
