@@ -182,6 +182,7 @@ def test_sets_built_on_access(ptb_preference_sets):
     lazy = CandidateSets(train, kernel.symbols, reduced=True)
     assert len(lazy) == 300 and len(lazy[10:20]) == 10
     assert list(lazy[3]) == train[3].trees(True) and list(lazy[10:20][2]) == train[12].trees(True)
+    assert lazy.sizes() == [len(lazy[i]) for i in range(300)] and lazy[10:20].sizes() == lazy.sizes()[10:20]
     by_list = fit(KernelPerceptron(kernel), [s.dag(kernel.symbols, True) for s in train], gold)
     by_access = fit(KernelPerceptron(kernel), lazy, gold)
     assert by_access.n_updates == by_list.n_updates > 0

@@ -191,6 +191,7 @@ class CandidateSets(SequenceABC):
 
     def __init__(self, psets: Sequence[PreferenceSet], symbols: SymbolTable, reduced: bool = False):
         self.psets, self.symbols, self.reduced = list(psets), symbols, reduced
+        self._sizes = [len(p) for p in self.psets]  # read at every minibatch: counted once
 
     def __len__(self) -> int:
         return len(self.psets)
@@ -201,8 +202,9 @@ class CandidateSets(SequenceABC):
         return self.psets[i].dag(self.symbols, self.reduced)
 
     def sizes(self) -> List[int]:
-        """Each set's number of candidates, without building any."""
-        return [len(p) for p in self.psets]
+        """Each set's number of candidates, without building any (the list
+        is the sequence's own: read it, do not change it)."""
+        return self._sizes
 
 
 def learner_inputs(psets: Sequence[PreferenceSet], symbols: SymbolTable, reduced: bool = True,
