@@ -31,9 +31,13 @@ def candidate_list(candidates) -> Sequence:
 
 def set_sizes(sets: Sequence[Sequence]) -> List[int]:
     """Each set's number of candidates; a sequence of sets built on access
-    may tell them without building the sets, through a ``sizes()`` method."""
+    may tell them without building the sets, through a ``sizes()`` method
+    (the list may be the sequence's own: read it, do not change it)."""
     sizes = getattr(sets, "sizes", None)
-    return list(sizes()) if callable(sizes) else [len(c) for c in sets]
+    if not callable(sizes):
+        return [len(c) for c in sets]
+    sizes = sizes()  # the sequence's own list, read in place: no copy of a treebank's per minibatch
+    return sizes if isinstance(sizes, list) else list(sizes)
 
 
 class Subsequence(SequenceABC):
@@ -54,12 +58,8 @@ class Subsequence(SequenceABC):
         return self.items[self.indices[i]]
 
     def sizes(self) -> List[int]:
-        # the items' own sizes read in place (no copy of a whole treebank's per minibatch)
-        of = getattr(self.items, "sizes", None)
-        if callable(of):
-            sizes = of()
-            return [sizes[i] for i in self.indices]
-        return [len(self.items[i]) for i in self.indices]
+        sizes = set_sizes(self.items)
+        return [sizes[i] for i in self.indices]
 
 
 def teaching_sets(sets: Sequence[Sequence], gold: Sequence[Optional[int]]
