@@ -36,7 +36,7 @@ def test_folds_hold_out_contiguous_blocks_and_train_on_the_rest(tiny_ptb, tmp_pa
 
 
 def test_bad_fold_input_is_refused(tiny_ptb, tmp_path):
-    with pytest.raises(StructPrefError, match="no training corpus"):
+    with pytest.raises(StructPrefError, match="no .spacy file"):
         fold_corpora(tmp_path / "missing.spacy", tmp_path, 2)
     with pytest.raises(StructPrefError, match="folds"):
         fold_corpora(tiny_ptb / "train.spacy", tmp_path, 1)

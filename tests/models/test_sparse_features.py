@@ -39,5 +39,13 @@ def test_sparse_features_sum_rows():
     backprop([numpy.ones((2, 3), "f"), numpy.ones((1, 3), "f")])
     counts = numpy.bincount(rows.ravel(), minlength=50)
     numpy.testing.assert_allclose(model.get_grad("E")[:, 0], counts)
+    grad = model.get_grad("E")
+    # a second minibatch adds to the kept gradient in place; after the optimizer zeroes it, only the new one
+    model.begin_update(docs)[1]([numpy.ones((2, 3), "f"), numpy.ones((1, 3), "f")])
+    assert model.get_grad("E") is grad
+    numpy.testing.assert_allclose(grad[:, 0], 2 * counts)
+    grad *= 0
+    model.begin_update(docs[1:])[1]([numpy.full((1, 3), 2, "f")])
+    numpy.testing.assert_allclose(grad[:, 0], 2 * numpy.bincount(_rows(model, docs[1:]).ravel(), minlength=50))
     with pytest.raises(ValueError, match="n_hashes"):
         SparseFeatures(n_hashes=5)

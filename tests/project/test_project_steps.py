@@ -170,8 +170,11 @@ def test_the_main_job_makes_the_package_and_leaves_the_papers_tables_to_paper():
                                                                  "train-attachment-predictor"))
     assert any(o.startswith("packages/") and o.endswith(".tar.gz") for o in commands["package"]["outputs"])
     for table in ("tagger-learning-curve", "rerank-table", "attachment-tables", "attachment-pictures",
-                  "brown-learning-curve", "textcat-bench", "qc-distro"):
+                  "train-distro-brown", "textcat-bench", "qc-distro"):
         assert table in paper and table not in steps
+    # Brown's learning curves are a workflow of their own, not part of `paper`'s time
+    brown_curve = _expanded(project["workflows"]["brown-curve"], commands)
+    assert "brown-learning-curve" in brown_curve and "brown-learning-curve" not in paper
     # Brown is the paper's: nothing in `all` reads it
     assert not any("corpus/brown" in dep for step in steps for dep in commands[step].get("deps", []))
 

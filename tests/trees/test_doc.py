@@ -88,3 +88,21 @@ def test_other_span_group(nlp):
     set_tree(doc, parse_bracketed("(TOP (S (NN dogs) (VBP bark) (RB loudly)))"), set_tags=False, spans_key="pred")
     assert doc_to_tree(doc, "gold") == tree and [t.tag_ for t in doc] == ["NN", "VBP", "RB"]
     assert [s.label_ for s in doc.spans["pred"]] == ["TOP", "S"]
+
+
+def test_write_docs_keeps_user_data_only_when_there_is_some(nlp, tmp_path):
+    """A corpus without ``._`` data is stored without it (spaCy decodes a
+    stored entry per Doc on every read); one with it keeps it."""
+    from spacy.tokens import Doc
+
+    from spacy_structpref.trees.doc import read_docs, write_docs
+
+    write_docs([nlp("a b"), nlp("c")], tmp_path / "plain.spacy")
+    assert DocBin().from_disk(tmp_path / "plain.spacy").user_data == [None, None]
+    assert [d.text for d in read_docs(tmp_path / "plain.spacy", nlp.vocab)] == ["a b", "c"]
+    if not Doc.has_extension("structpref_test_note"):
+        Doc.set_extension("structpref_test_note", default=None)
+    noted = [nlp("a b"), nlp("c")]
+    noted[1]._.structpref_test_note = "kept"
+    write_docs(noted, tmp_path / "noted.spacy")
+    assert [d._.structpref_test_note for d in read_docs(tmp_path / "noted.spacy", nlp.vocab)] == [None, "kept"]

@@ -14,13 +14,11 @@ def convert(corpus: str, output_dir: Path, limit: Optional[int] = None,
     import warnings
 
     import spacy
-    from spacy.tokens import DocBin
     from ..corpora import SPLITS, corpus_items, item_to_doc
     from ..corpora.readers import CORPORA, check_limit
     from ..errors import CorpusError, CorpusWarning
     from ..progress import progress_bar
-    from ..saving import atomic_file
-    from ..trees.doc import SPANS_KEY
+    from ..trees.doc import SPANS_KEY, write_docs
     from .common import output_directory
 
     if corpus not in CORPORA:
@@ -33,19 +31,18 @@ def convert(corpus: str, output_dir: Path, limit: Optional[int] = None,
         with warnings.catch_warnings():  # the table reports the count
             warnings.simplefilter("ignore", CorpusWarning)
             items = corpus_items(corpus, split, limit, skip_bad=skip_bad)
-        docbin = DocBin(store_user_data=True)
+        docs = []
         tokens = constituents = 0
         tags, labels = set(), set()
         for item in progress_bar(items, desc=f"{corpus}/{split}", unit="sent", leave=False, disable=None):
             doc = item_to_doc(nlp.vocab, item)
-            docbin.add(doc)
+            docs.append(doc)
             tokens += len(doc)
             tags.update(t.tag_ for t in doc if t.tag_)
             labels.update(label for label, value in doc.cats.items() if value)
             constituents += len(doc.spans[SPANS_KEY]) if SPANS_KEY in doc.spans else 0
         path = output_dir / f"{split}.spacy"
-        with atomic_file(path) as tmp:  # never leave a half-written corpus file
-            docbin.to_disk(tmp)
+        write_docs(docs, path)
         rows.append({"split": split, "sentences": len(items), "skipped": len(items.skipped), "tokens": tokens,
                      "tags": len(tags), "labels": len(labels), "constituents": constituents, "file": str(path)})
         for where in items.skipped:

@@ -17,14 +17,11 @@ def fold_corpora(train_path: Path, output_dir: Path, n_folds: int) -> None:
     :func:`~spacy_structpref.reranking.fold_assignment` (contiguous blocks, in
     corpus order), with a table of their sizes."""
     import spacy
-    from spacy.tokens import DocBin
 
     from ..reranking import fold_assignment
-    from ..saving import atomic_file
+    from ..trees.doc import read_docs, write_docs
 
-    if not Path(train_path).is_file():
-        raise StructPrefError(f"no training corpus at {train_path}")
-    docs = list(DocBin().from_disk(train_path).get_docs(spacy.blank("xx").vocab))
+    docs = read_docs(train_path, spacy.blank("xx").vocab)
     folds = fold_assignment(len(docs), n_folds).tolist()
     rows = []
     for f in range(n_folds):
@@ -33,8 +30,7 @@ def fold_corpora(train_path: Path, output_dir: Path, n_folds: int) -> None:
         for part, subset in parts.items():
             path = Path(output_dir) / f"fold_{f}" / f"{part}.spacy"
             path.parent.mkdir(parents=True, exist_ok=True)
-            with atomic_file(path) as tmp:
-                DocBin(docs=subset, store_user_data=True).to_disk(tmp)
+            write_docs(subset, path)
         rows.append((f, len(parts["train"]), len(parts["held_out"]), str(Path(output_dir) / f"fold_{f}")))
     msg.table(rows, header=("fold", "train docs", "held-out docs", "directory"), divider=True)
 

@@ -67,9 +67,10 @@ def write_subsets(train_path: Path, fractions: Sequence[float], out_dir: Path) -
     """Nested random subsets of the training Docs (one fixed shuffle), written
     as ``train_<fraction>.spacy``. Returns {fraction: {"path", "docs", "tokens"}}."""
     import spacy
-    from spacy.tokens import DocBin
 
-    docs = list(DocBin().from_disk(train_path).get_docs(spacy.blank("xx").vocab))
+    from ..trees.doc import read_docs, write_docs
+
+    docs = read_docs(train_path, spacy.blank("xx").vocab)
     if not docs:
         raise StructPrefError(f"{train_path} holds no Docs")
     random.Random(SUBSET_SEED).shuffle(docs)
@@ -78,8 +79,7 @@ def write_subsets(train_path: Path, fractions: Sequence[float], out_dir: Path) -
     for fraction in sorted(set(fractions)):
         subset = docs[: max(1, math.ceil(fraction * len(docs)))]
         path = out_dir / f"train_{fraction:g}.spacy"
-        with atomic_file(path) as tmp:
-            DocBin(docs=subset, store_user_data=True).to_disk(tmp)
+        write_docs(subset, path)
         subsets[fraction] = {"path": str(path), "docs": len(subset),
                              "tokens": sum(len(d) for d in subset),
                              "md5": md5(path)}

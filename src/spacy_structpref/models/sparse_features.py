@@ -123,10 +123,16 @@ def _rows(model: Model, docs: List[Doc]) -> numpy.ndarray:
 
 
 def _table_grad(model: Model, rows: numpy.ndarray, d_rows) -> None:
-    """Add ``d_rows[k]`` to the gradient of table row ``rows[k]``."""
+    """Add ``d_rows[k]`` to the gradient of table row ``rows[k]``, in place
+    once the table has a gradient: a dense table-sized temporary per
+    minibatch, then added to the gradient, cost more than the rest of the
+    step for a large table (the optimizer zeroes the gradient it keeps)."""
+    if model.has_grad("E"):
+        model.ops.scatter_add(model.get_grad("E"), model.ops.asarray(rows, dtype="i"), d_rows)
+        return
     dE = model.ops.alloc2f(*model.get_param("E").shape)
     model.ops.scatter_add(dE, model.ops.asarray(rows, dtype="i"), d_rows)
-    model.inc_grad("E", dE)
+    model.set_grad("E", dE)
 
 
 def _forward(model: Model, docs: List[Doc], is_train: bool):

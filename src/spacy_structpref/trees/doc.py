@@ -186,6 +186,20 @@ def read_docs(path, vocab) -> List[Doc]:
         raise StructPrefError(f"{path} is not a DocBin (.spacy) file: {str(err).splitlines()[0]}") from None
 
 
+def write_docs(docs, path) -> None:
+    """Write Docs to a ``.spacy`` (DocBin) file, never half-written. Their
+    ``user_data`` (the ``._`` attributes) is kept only when some Doc has any:
+    spaCy decodes each stored entry on every read, even an empty one, and a
+    training corpus is read every epoch."""
+    from spacy.tokens import DocBin
+
+    from ..saving import atomic_file
+
+    docs = list(docs)
+    with atomic_file(path) as tmp:
+        DocBin(docs=docs, store_user_data=any(doc.user_data for doc in docs)).to_disk(tmp)
+
+
 def nbest_trees(doc: Doc) -> List[Tuple[float, Tree]]:
     """``doc._.nbest`` as ``(log-probability, nltk.Tree)`` pairs whose leaves
     are the Doc's own words (the stored strings escape brackets and spaces)."""

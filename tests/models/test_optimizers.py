@@ -1,0 +1,58 @@
+"""The fused optimizers give Thinc's SGD and Adam results bit for bit."""
+import numpy
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from thinc.api import registry
+from thinc.optimizers import Adam, SGD
+
+from spacy_structpref.models.optimizers import FusedAdam, FusedOptimizer, FusedSGD
+
+SETTINGS = [
+    (SGD, FusedSGD, dict(learn_rate=0.1, L2=1e-4, grad_clip=0.0)),
+    (SGD, FusedSGD, dict(learn_rate=0.3, L2=0.0, grad_clip=0.0, use_averages=False)),
+    (Adam, FusedAdam, dict(learn_rate=0.002, L2=0.0, grad_clip=0.0)),
+    (Adam, FusedAdam, dict(learn_rate=0.01, L2=1e-3, grad_clip=0.0)),
+    (SGD, FusedSGD, dict(learn_rate=0.1, L2=1e-4, grad_clip=1.0)),  # clipping: Thinc's own path
+    (Adam, FusedAdam, dict(learn_rate=0.01, L2=1e-3, L2_is_weight_decay=False, grad_clip=0.0)),
+]
+
+
+def run(optimizer, shape, steps, seed, lr_scale):
+    rng = numpy.random.default_rng(seed)
+    weights = rng.normal(size=shape).astype("f")
+    gradient = numpy.zeros(shape, dtype="f")
+    trace = []
+    for _ in range(steps):
+        gradient += numpy.where(rng.random(shape) < 0.3, rng.normal(size=shape), 0).astype("f")
+        weights, gradient = optimizer((1, "E"), weights, gradient, lr_scale=lr_scale)
+        trace.append((weights.copy(), gradient.copy()))
+    return trace, optimizer.averages
+
+
+@pytest.mark.parametrize("thinc_factory,fused_factory,kwargs", SETTINGS)
+@given(seed=st.integers(0, 2**16), rows=st.integers(1, 40), lr_scale=st.sampled_from([1.0, 0.1, 3.0]))
+@settings(max_examples=25, deadline=None)
+def test_fused_optimizer_equals_thinc_bit_for_bit(thinc_factory, fused_factory, kwargs, seed, rows, lr_scale):
+    expected, expected_avg = run(thinc_factory(**kwargs), (rows, 7), 12, seed, lr_scale)
+    got, got_avg = run(fused_factory(**kwargs), (rows, 7), 12, seed, lr_scale)
+    for (w0, g0), (w1, g1) in zip(expected, got):
+        assert numpy.array_equal(w0, w1) and numpy.array_equal(g0, g1)
+    if expected_avg is None:
+        assert got_avg is None
+    else:
+        assert numpy.array_equal(expected_avg[(1, "E")], got_avg[(1, "E")])
+
+
+def test_registered_under_versioned_names():
+    assert isinstance(registry.optimizers.get("spacy_structpref.SGD.v1")(0.1), FusedOptimizer)
+    assert isinstance(registry.optimizers.get("spacy_structpref.Adam.v1")(), FusedOptimizer)
+
+
+def test_other_arrays_go_through_thinc():
+    """float64 and non-contiguous parameters are Thinc's business, same result."""
+    weights = numpy.arange(12, dtype="d").reshape(3, 4)
+    gradient = numpy.ones((3, 4))
+    expected, _ = SGD(0.1, grad_clip=0.0)((0, "W"), weights.copy(), gradient.copy())
+    got, _ = FusedSGD(0.1, grad_clip=0.0)((0, "W"), weights.copy(), gradient.copy())
+    assert numpy.array_equal(expected, got)
