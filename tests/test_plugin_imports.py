@@ -8,7 +8,7 @@ from pathlib import Path
 import spacy_structpref
 
 PACKAGE_DIR = Path(spacy_structpref.__file__).parent
-GROUPS = ("spacy_factories", "spacy_architectures", "spacy_scorers", "spacy_misc", "spacy_cli")
+GROUPS = ("spacy_factories", "spacy_architectures", "spacy_scorers", "spacy_misc", "spacy_cli", "thinc_optimizers")
 
 
 def _ours(group):
@@ -33,7 +33,7 @@ def test_blank_pipeline_survives_broken_extensions():
         "from spacy.util import registry\n"
         "nlp = spacy.blank('en')\n"
         "registry.factories.get_all(); registry.architectures.get_all(); registry.scorers.get_all()\n"
-        "registry.misc.get_all()\n"
+        "registry.misc.get_all(); registry.optimizers.get_all()\n"
         "nlp('still works')\n"
         "print('ok')\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
