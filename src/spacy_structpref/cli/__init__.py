@@ -158,7 +158,8 @@ def rerank_table_cli(
     table_json: Path = typer.Argument(..., help="A reranking experiment's rows (bench/reranker.py --json)"),
 ):
     """Print a reranking experiment in the form of Menchetti et al. (2005),
-    Table 3, with each scorer's F1 gain (≤ 40 words) over the PCFG 1-best."""
+    Table 3, with each scorer's F1 gain (≤ 40 words) over the base parser's
+    1-best (the PCFG's or the span CRF's)."""
     from ..experiments.reranking_tables import format_gains, format_rows, read_rows
 
     rows = read_rows(table_json)

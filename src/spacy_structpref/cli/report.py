@@ -275,12 +275,13 @@ def _blocks_html(rows) -> str:
 
 
 def _reranker_html(path: Path, data: dict, project: Project) -> str:
-    from ..experiments.reranking_tables import format_gains, read_rows
+    from ..experiments.reranking_tables import base_parser_row, format_gains, read_rows
 
     rows = read_rows(path)
-    gains = format_gains(rows) if any(r["name"] == "PCFG 1-best" for r in rows) else ""
+    base = base_parser_row(rows)
+    gains = format_gains(rows, base) if base else ""
     return (f"<h3>{_e(project.key(path))}</h3>" + _blocks_html(rows)
-            + (f"<p>F1 gain (≤ 40 words) over the PCFG 1-best:</p>{_pre(gains)}" if gains else "")
+            + (f"<p>F1 gain (≤ 40 words) over the {_e(base)}:</p>{_pre(gains)}" if gains else "")
             + project.made_by([path]))
 
 

@@ -5,7 +5,7 @@ crossing brackets per sentence (CB), % sentences with no crossing bracket
 counted as EVALB counts them with ``COLLINS.prm``
 (:mod:`spacy_structpref.scoring.parseval`), micro-averaged over the corpus.
 """
-from typing import Dict, List, Sequence, Tuple, Union
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 from nltk.tree import Tree
 
@@ -95,11 +95,19 @@ def print_rows(rows: Sequence[Row]) -> None:
     print(format_rows(rows))
 
 
-def format_gains(rows: Sequence[Row], base: str = "PCFG 1-best", oracle: str = "oracle") -> str:
-    """Each scorer's F1 (≤ 40 words) minus the ``base`` row's, best first."""
+def base_parser_row(rows: Sequence[Row]) -> Optional[str]:
+    """The name of the base parser's own row (``PCFG 1-best``, ``span CRF
+    1-best``: the first that ends in ``1-best``), None when there is none."""
+    return next((row["name"] for row in rows if row["name"].endswith("1-best")), None)
+
+
+def format_gains(rows: Sequence[Row], base: Optional[str] = None, oracle: str = "oracle") -> str:
+    """Each scorer's F1 (≤ 40 words) minus the ``base`` row's (default: the
+    base parser's own, :func:`base_parser_row`), best first."""
     names = [row["name"] for row in rows]
+    base = base_parser_row(rows) if base is None else base
     if base not in names:
-        raise StructPrefError(f"no {base!r} row among {names}")
+        raise StructPrefError(f"no {base or 'base parser (… 1-best)'!r} row among {names}")
     f1 = rows[names.index(base)]["<=40"]["F1"]
     gains = sorted(((row["<=40"]["F1"] - f1, row["name"]) for row in rows if row["name"] not in (base, oracle)),
                    reverse=True)
