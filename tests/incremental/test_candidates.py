@@ -7,7 +7,7 @@ from nltk.tree import Tree
 
 from spacy_structpref.corpora import ptb_trees
 from spacy_structpref.errors import StructPrefError
-from spacy_structpref.incremental import (ATTACH, FOOT_CLASSES, LIFT, OTHERS, CPInventory,
+from spacy_structpref.incremental import (ATTACH, FOOT_CLASSES, LIFT, OTHERS, CandidateSets, CPInventory,
                                           CPType, PreferenceSet, candidate_dag, candidate_edits, connection_paths,
                                           extend, foot_class, incremental_trees, preference_sets)
 from spacy_structpref.trees import SymbolTable, TreeSetDAG
@@ -189,10 +189,30 @@ def _check_dag_sets(tree: Tree, inventory: CPInventory):
             assert (got.productions, got.children, got.roots, got.occurrences) == \
                 (expected.productions, expected.children, expected.roots, expected.occurrences)
             assert list(got) == cands
+            again = TreeSetDAG.from_arrays(symbols, *got.to_arrays())
+            assert (again.productions, again.children, again.roots, again.occurrences) == \
+                (expected.productions, expected.children, expected.roots, expected.occurrences)
+            assert list(again) == cands
+            # interning into the rebuilt DAG finds the nodes it has
+            assert [again.intern(p, k) for p, k in zip(got.productions, got.children)] == list(range(len(got.productions)))
+
+
+def _check_kept_sets(tree: Tree, inventory: CPInventory):
+    """CandidateSets with ``keep`` gives, at every access, the DAG a fresh build gives."""
+    symbols = SymbolTable()
+    psets = preference_sets(tree, inventory)
+    built, kept = CandidateSets(psets, symbols, reduced=True), CandidateSets(psets, symbols, reduced=True, keep=True)
+    for _ in range(2):  # the first access builds and keeps, the second rebuilds from the kept arrays
+        for i in range(len(psets)):
+            a, b = built[i], kept[i]
+            assert (a.productions, a.children, a.roots, list(a)) == (b.productions, b.children, b.roots, list(b))
+    part = kept[1:]
+    assert part.keep and len(part) == len(psets[1:])
+    assert [part[i].roots for i in range(len(part))] == [built[i].roots for i in range(1, len(psets))]
 
 
 # Each check on random trees (inventory from the same trees) and on PTB dev trees (inventory from train).
-CHECKS = [_check_against_references, _check_dag_sets]
+CHECKS = [_check_against_references, _check_dag_sets, _check_kept_sets]
 
 
 @pytest.mark.parametrize("check", CHECKS)

@@ -13,7 +13,10 @@ SETTINGS = [
     (SGD, FusedSGD, dict(learn_rate=0.3, L2=0.0, grad_clip=0.0, use_averages=False)),
     (Adam, FusedAdam, dict(learn_rate=0.002, L2=0.0, grad_clip=0.0)),
     (Adam, FusedAdam, dict(learn_rate=0.01, L2=1e-3, grad_clip=0.0)),
-    (SGD, FusedSGD, dict(learn_rate=0.1, L2=1e-4, grad_clip=1.0)),  # clipping: Thinc's own path
+    (SGD, FusedSGD, dict(learn_rate=0.1, L2=1e-4, grad_clip=1.0)),
+    # spaCy's default optimizer (nlp.initialize): Adam, weight decay, clipping, averages
+    (Adam, FusedAdam, dict(learn_rate=0.001, L2=0.01, grad_clip=1.0)),
+    (Adam, FusedAdam, dict(learn_rate=0.01, L2=0.0, grad_clip=0.5, use_averages=False)),
     (Adam, FusedAdam, dict(learn_rate=0.01, L2=1e-3, L2_is_weight_decay=False, grad_clip=0.0)),
 ]
 

@@ -169,9 +169,13 @@ def test_the_main_job_makes_the_package_and_leaves_the_papers_tables_to_paper():
     assert steps.index("package") > max(steps.index(s) for s in ("train-parse-reranker", "select-parser",
                                                                  "train-attachment-predictor"))
     assert any(o.startswith("packages/") and o.endswith(".tar.gz") for o in commands["package"]["outputs"])
-    for table in ("tagger-learning-curve", "rerank-table", "attachment-tables", "attachment-pictures",
+    for table in ("tagger-learning-curve", "rerank-table", "attachment-tables", "attachment-pca",
                   "train-distro-brown", "textcat-bench", "qc-distro"):
         assert table in paper and table not in steps
+    # the product's components and pictures are not the papers' tables
+    for product in ("train-attachment-predictor", "attachment-alternatives", "train-kernel-textcat-forest"):
+        assert product not in paper
+    assert "attachment-alternatives" in steps and "train-attachment-predictor" in waits["attachment-alternatives"]
     # Brown's learning curves are a workflow of their own, not part of `paper`'s time
     brown_curve = _expanded(project["workflows"]["brown-curve"], commands)
     assert "brown-learning-curve" in brown_curve and "brown-learning-curve" not in paper

@@ -84,8 +84,10 @@ def fit_attachment_learner(learner, schedule, psets: Sequence[PreferenceSet], sy
     from ..learners import SpecialisedLearner, fit
 
     trained = SpecialisedLearner(learner) if specialise else learner
-    held = learner_inputs(validation, symbols, reduced, specialise) if validation else None
-    fit(trained, *learner_inputs(psets, symbols, reduced, specialise), schedule=schedule, validation=held)
+    # every epoch passes over the same sets: their DAGs are kept (compactly) after the first
+    held = learner_inputs(validation, symbols, reduced, specialise, keep=True) if validation else None
+    fit(trained, *learner_inputs(psets, symbols, reduced, specialise, keep=True), schedule=schedule,
+        validation=held)
     if specialise:
         return trained, lambda dag, foot: trained.utilities(dag, foot_class(foot))
     return trained, lambda dag, foot: trained.utilities(dag)

@@ -187,19 +187,34 @@ class CandidateSets(SequenceABC):
     """The candidates of many preference sets as a sequence whose item ``i``
     is built on access (``psets[i].dag(symbols, reduced)``): the learners'
     ``fit`` only indexes it, so a whole treebank's sets (~70 KiB each as
-    DAGs) are never held at once."""
+    DAGs) are never held at once. With ``keep``, each set's DAG is kept
+    after its first build as :meth:`TreeSetDAG.to_arrays` (~5 KiB a set)
+    and later accesses rebuild it from them, several times faster than
+    building: for learners that pass over the same sets many times."""
 
-    def __init__(self, psets: Sequence[PreferenceSet], symbols: SymbolTable, reduced: bool = False):
-        self.psets, self.symbols, self.reduced = list(psets), symbols, reduced
+    def __init__(self, psets: Sequence[PreferenceSet], symbols: SymbolTable, reduced: bool = False,
+                 keep: bool = False):
+        self.psets, self.symbols, self.reduced, self.keep = list(psets), symbols, reduced, keep
         self._sizes = [len(p) for p in self.psets]  # read at every minibatch: counted once
+        self._kept: List[Optional[tuple]] = [None] * len(self.psets) if keep else []
 
     def __len__(self) -> int:
         return len(self.psets)
 
     def __getitem__(self, i):
         if isinstance(i, slice):
-            return CandidateSets(self.psets[i], self.symbols, self.reduced)
-        return self.psets[i].dag(self.symbols, self.reduced)
+            part = CandidateSets(self.psets[i], self.symbols, self.reduced, self.keep)
+            if self.keep:
+                part._kept = self._kept[i]
+            return part
+        if not self.keep:
+            return self.psets[i].dag(self.symbols, self.reduced)
+        kept = self._kept[i]
+        if kept is None:
+            dag = self.psets[i].dag(self.symbols, self.reduced)
+            self._kept[i] = dag.to_arrays()
+            return dag
+        return TreeSetDAG.from_arrays(self.symbols, *kept)
 
     def sizes(self) -> List[int]:
         """Each set's number of candidates, without building any (the list
@@ -208,15 +223,16 @@ class CandidateSets(SequenceABC):
 
 
 def learner_inputs(psets: Sequence[PreferenceSet], symbols: SymbolTable, reduced: bool = True,
-                   specialise: bool = False, classes=None
+                   specialise: bool = False, classes=None, keep: bool = False
                    ) -> Tuple[CandidateSets, List[Optional[int]], Optional[List[str]]]:
     """``(sets, gold, keys)`` for a preference learner: the sets' candidates
-    (built on access, over ``symbols``), each set's gold index, and with
-    ``specialise`` each set's foot class under ``classes`` (default: the PTB
-    map), else None."""
+    (built on access, over ``symbols``; kept compactly after the first
+    build with ``keep``, for a learner that takes several passes), each
+    set's gold index, and with ``specialise`` each set's foot class under
+    ``classes`` (default: the PTB map), else None."""
     from .classes import set_classes
 
-    return (CandidateSets(psets, symbols, reduced), [s.gold for s in psets],
+    return (CandidateSets(psets, symbols, reduced, keep), [s.gold for s in psets],
             set_classes(psets, classes) if specialise else None)
 
 

@@ -8,9 +8,10 @@ their running average in separate numpy expressions, each a pass over the
 parameter with a temporary as large. A linear tagger over a hashed feature
 table (Srikumar & Manning 2014) has 10⁷–10⁸ weights of which a minibatch
 touches few, so those passes were most of its training time; here they are one
-compiled pass (:func:`._optimizer.fused_update`). Anything else (gradient
-clipping, RAdam, L2 added to the gradient, arrays not float32 in main memory)
-goes through Thinc's code unchanged."""
+compiled pass (:func:`._optimizer.fused_update`). Gradient clipping is
+Thinc's own call, made first as Thinc makes it; anything else (RAdam, L2 added
+to the gradient, arrays not float32 in main memory) goes through Thinc's code
+unchanged."""
 from typing import Tuple
 
 import numpy
@@ -32,7 +33,7 @@ class FusedOptimizer(Optimizer):
         return (isinstance(weights, numpy.ndarray) and isinstance(gradient, numpy.ndarray)
                 and weights.dtype == numpy.float32 and gradient.dtype == numpy.float32
                 and weights.flags.c_contiguous and gradient.flags.c_contiguous
-                and weights.shape == gradient.shape and not self.use_radam and not self.grad_clip
+                and weights.shape == gradient.shape and not self.use_radam
                 and (self.L2 == 0 or self.L2_is_weight_decay)
                 and (self.b1 > 0.0 and self.b2 > 0.0 or self.b2 == 0.0))
 
@@ -43,9 +44,12 @@ class FusedOptimizer(Optimizer):
 
         self.nr_update[key] += 1
         nr_upd = self.nr_update[key]
+        ops = get_array_ops(weights)
+        if self.grad_clip:
+            gradient = ops.clip_gradient(gradient, self.grad_clip)
         step = None
         if self.b1 > 0.0 and self.b2 > 0.0:  # Adam's kernel steps and zeroes the gradient itself
-            weights, gradient = self._adam(get_array_ops(weights), weights, gradient, lr_scale, key, nr_upd)
+            weights, gradient = self._adam(ops, weights, gradient, lr_scale, key, nr_upd)
         else:
             step = lr_scale * self.learn_rate
         decay = lr_scale * self.learn_rate * self.L2 if self.L2 != 0 else None
