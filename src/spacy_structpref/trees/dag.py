@@ -136,28 +136,24 @@ class TreeSetDAG(Sequence):
         return out
 
     def to_arrays(self) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """The DAG as four int32 arrays: each node's production, where each
-        node's children start in the third (one entry more than nodes), the
-        node children, the trees' roots. A few bytes a node, where the DAG
-        object holds a dict entry and a tuple per node: a learner that
-        passes over the same sets many times keeps these and rebuilds with
-        :meth:`from_arrays`."""
-        starts = np.zeros(len(self._kids) + 1, dtype=np.int32)
-        np.cumsum([len(k) for k in self._kids], out=starts[1:])
-        kids = np.fromiter(chain.from_iterable(self._kids), dtype=np.int32, count=int(starts[-1]))
-        return (np.asarray(self._prod, dtype=np.int32), starts, kids, np.asarray(self.roots, dtype=np.int32))
+        """:meth:`dag_arrays` and the trees' roots, as int32 arrays: a few
+        bytes a node, where the DAG object holds a dict entry and a tuple
+        per node. A learner that passes over the same sets many times keeps
+        these and rebuilds with :meth:`from_arrays`."""
+        return (*self.dag_arrays(), np.asarray(self.roots, dtype=INT))
 
     @classmethod
-    def from_arrays(cls, symbols: SymbolTable, prod: np.ndarray, starts: np.ndarray, kids: np.ndarray,
+    def from_arrays(cls, symbols: SymbolTable, prod: np.ndarray, kid_off: np.ndarray, kids: np.ndarray,
                     roots: np.ndarray) -> "TreeSetDAG":
         """The DAG :meth:`to_arrays` gave, over the ``symbols`` it was built
         with (its productions are not checked again: they were when interned)."""
         out = cls(symbols=symbols)
-        flat, bounds = kids.tolist(), starts.tolist()
+        flat, bounds = kids.tolist(), kid_off.tolist()
         out._prod = prod.tolist()
         out._kids = [tuple(flat[a:b]) for a, b in zip(bounds, bounds[1:])]
         out._ids = dict(zip(zip(out._prod, out._kids), range(len(out._prod))))
         out.roots = roots.tolist()
+        out.cache["dag_arrays"] = (prod, kid_off, kids)  # what dag_arrays would compute again
         return out
 
     def tree(self, i: int) -> Tree:
