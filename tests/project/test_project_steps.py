@@ -85,9 +85,12 @@ def test_key_figures(tmp_path, nlp):
         {"model": "pcfg", "dev": {"parseval_f": 0.7612}}, {"model": "span", "dev": {"parseval_f": 0.8686}}]}))
     assert key_figure(selection) == "selected span (dev PARSEVAL F: pcfg 76.12, span 86.86)"
     grid = tmp_path / "protocol.json"
-    point = {"lambda1": "0.0001", "lambda2": "0.1", "best": 96.4, "last": 96.21, "rank": 30, "labels": 45}
-    grid.write_text(json.dumps({"use": "last", "grid": [point], "chosen": point, "test_acc": 96.05}))
-    assert key_figure(grid) == "test 96.05, dev 96.21 at lambda1 0.0001, lambda2 0.1 (rank 30/45)"
+    point = {"lambda1": "0.0001", "lambda2": "0.1", "rank_setting": None, "seed": "0", "best": 96.4, "last": 96.21,
+             "rank": 30, "labels": 45}
+    chosen = {"lambda1": "0.0001", "lambda2": "0.1", "rank_setting": "31", "score": 96.21, "ranks": [30, 29],
+              "labels": 45}
+    grid.write_text(json.dumps({"use": "last", "grid": [point], "chosen": chosen, "test_acc": 96.05}))
+    assert key_figure(grid) == "test 96.05, dev 96.21 at lambda1 0.0001, lambda2 0.1, d 31 (rank 30, 29 of 45)"
     (tmp_path / "broken.json").write_text("{")
     assert key_figure(tmp_path / "broken.json") == ""
     DocBin(docs=[Doc(nlp.vocab, words=["a"])] * 3).to_disk(tmp_path / "train.spacy")

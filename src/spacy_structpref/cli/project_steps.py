@@ -182,8 +182,10 @@ def _json_figure(data) -> str:
     if form == "setting_grid":
         chosen = data["chosen"]
         test = "" if data.get("test_acc") is None else f"test {data['test_acc']:.2f}, "
-        return (f"{test}dev {chosen[data['use']]:.2f} at lambda1 {chosen['lambda1']}, lambda2 {chosen['lambda2']} "
-                f"(rank {chosen['rank']}/{chosen['labels']})")
+        d = "" if chosen.get("rank_setting") is None else f", d {chosen['rank_setting']}"
+        ranks = ", ".join(str(rank) for rank in chosen["ranks"])
+        return (f"{test}{data.get('selection', 'dev')} {chosen['score']:.2f} at lambda1 {chosen['lambda1']}, "
+                f"lambda2 {chosen['lambda2']}{d} (rank {ranks} of {chosen['labels']})")
     return _scores(data)
 
 
