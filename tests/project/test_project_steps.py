@@ -91,6 +91,10 @@ def test_key_figures(tmp_path, nlp):
               "labels": 45}
     grid.write_text(json.dumps({"use": "last", "grid": [point], "chosen": chosen, "test_acc": 96.05}))
     assert key_figure(grid) == "test 96.05, dev 96.21 at lambda1 0.0001, lambda2 0.1, d 31 (rank 30, 29 of 45)"
+    grid.write_text(json.dumps({"use": "best", "grid": [point], "chosen": chosen, "test_acc": 96.05,
+                                "seeds": ["0", "1"], "selection": "cross-validation"}))
+    assert key_figure(grid) == ("test 96.05 (mean of 2 seeds), cross-validation 96.21 at lambda1 0.0001, "
+                                "lambda2 0.1, d 31 (rank 30, 29 of 45)")
     (tmp_path / "broken.json").write_text("{")
     assert key_figure(tmp_path / "broken.json") == ""
     DocBin(docs=[Doc(nlp.vocab, words=["a"])] * 3).to_disk(tmp_path / "train.spacy")

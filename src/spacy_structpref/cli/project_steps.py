@@ -181,7 +181,9 @@ def _json_figure(data) -> str:
             f"{c['model']} {format_score(c['dev'][metric])}" for c in data["candidates"]) + ")"
     if form == "setting_grid":
         chosen = data["chosen"]
-        test = "" if data.get("test_acc") is None else f"test {data['test_acc']:.2f}, "
+        n_seeds = len(data.get("seeds") or [0])
+        of_seeds = f" (mean of {n_seeds} seeds)" if n_seeds > 1 else ""
+        test = "" if data.get("test_acc") is None else f"test {data['test_acc']:.2f}{of_seeds}, "
         d = "" if chosen.get("rank_setting") is None else f", d {chosen['rank_setting']}"
         ranks = ", ".join(str(rank) for rank in chosen["ranks"])
         return (f"{test}{data.get('selection', 'dev')} {chosen['score']:.2f} at lambda1 {chosen['lambda1']}, "
