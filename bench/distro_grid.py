@@ -49,6 +49,7 @@ import spacy
 
 import spacy_structpref.components.factories  # noqa: F401  (registers the factories)
 from spacy_structpref.cli.common import single_threaded_environment
+from spacy_structpref.cli.folds import fold_numbers
 from spacy_structpref.scoring.label_space import family_closeness
 from spacy_structpref.trees.doc import read_docs
 
@@ -93,8 +94,8 @@ def accuracy(model: Path, corpus_path: Path, metrics: Path) -> float:
     return 100 * json.loads(metrics.read_text())["tag_acc"]
 
 
-def n_tokens(corpus_path: Path) -> int:
-    return sum(len(doc) for doc in read_docs(corpus_path, spacy.blank("xx").vocab))
+def n_tokens(corpus_path: Path, vocab) -> int:
+    return sum(len(doc) for doc in read_docs(corpus_path, vocab))
 
 
 def label_space(model: Path) -> dict:
@@ -105,10 +106,11 @@ def label_space(model: Path) -> dict:
 
 
 def fold_dirs(folds: Path) -> list:
-    dirs = sorted((p for p in folds.glob("fold_*") if (p / "train.spacy").is_file()
-                   and (p / "held_out.spacy").is_file()), key=lambda p: int(p.name[len("fold_"):]))
-    if len(dirs) < 2:
-        sys.exit(f"{folds} holds no folds fold_0 ... fold_K/{{train,held_out}}.spacy: make them with "
+    """The fold folders of ``fold-corpora``, each with its held-out part."""
+    dirs = [folds / f"fold_{f}" for f in fold_numbers(folds)]
+    missing = [d for d in dirs if not (d / "held_out.spacy").is_file()]
+    if missing:
+        sys.exit(f"{missing[0]} has no held_out.spacy: make the folds with "
                  f"python -m spacy_structpref fold-corpora corpus/C/train.spacy {folds} --folds K")
     return dirs
 
@@ -170,7 +172,8 @@ def main():
         key, header = args.use, "dev best   dev last  "
     else:
         folds = fold_dirs(args.folds)
-        sizes = [n_tokens(fold / "held_out.spacy") for fold in folds]
+        vocab = spacy.blank("xx").vocab
+        sizes = [n_tokens(fold / "held_out.spacy", vocab) for fold in folds]
         train_all(args.jobs, args.config, [(path / fold.name, fold / "train.spacy", p, seed)
                                            for p, seed, path in runs for fold in folds], corpus / "dev.spacy", extra)
         rows = [{"point": p, "seed": seed, **cross_validated(path, folds, sizes, args.use), "path": path}
@@ -194,10 +197,11 @@ def main():
     if not allowed:
         print(f"no point has an effective rank of at most {args.max_rank_share} of the labels")
         return
-    chosen = max(allowed, key=lambda p: mean(r[key] for r in by_point[p]))
+    score = {p: mean(r[key] for r in by_point[p]) for p in allowed}
+    chosen = max(allowed, key=score.get)
     chosen_rows = by_point[chosen]
     print(f"chosen: lambda1 {chosen[0]}, lambda2 {chosen[1]}, d {chosen[2] or '-'} "
-          f"({key} {mean(r[key] for r in chosen_rows):.2f}, ranks {[r['rank'] for r in chosen_rows]})")
+          f"({key} {score[chosen]:.2f}, ranks {[r['rank'] for r in chosen_rows]})")
     tests = None
     if args.test:
         paths = [r["path"] for r in chosen_rows]
@@ -216,7 +220,7 @@ def main():
             "selection": "dev" if args.folds is None else "cross-validation",
             "folds": None if args.folds is None else str(args.folds),
             "grid": plain, "chosen": {"lambda1": chosen[0], "lambda2": chosen[1], "rank_setting": chosen[2],
-                                      "score": mean(r[key] for r in chosen_rows),
+                                      "score": score[chosen],
                                       "ranks": [r["rank"] for r in chosen_rows], "labels": chosen_rows[0]["labels"]},
             "test_accs": tests, "test_acc": None if tests is None else mean(tests)}, indent=2))
 

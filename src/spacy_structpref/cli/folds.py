@@ -35,6 +35,16 @@ def fold_corpora(train_path: Path, output_dir: Path, n_folds: int) -> None:
     msg.table(rows, header=("fold", "train docs", "held-out docs", "directory"), divider=True)
 
 
+def fold_numbers(folds_dir: Path) -> List[int]:
+    """The folds ``0 ... N`` that :func:`fold_corpora` wrote under ``folds_dir``
+    (each ``fold_F`` with its ``train.spacy``); none, or a gap, is an error."""
+    folds = sorted(int(p.name[len("fold_"):]) for p in Path(folds_dir).glob("fold_*")
+                   if (p / "train.spacy").is_file() and p.name[len("fold_"):].isdigit())
+    if not folds or folds != list(range(len(folds))):
+        raise StructPrefError(f"{folds_dir} holds no fold_0 ... fold_N/train.spacy (run fold-corpora first)")
+    return folds
+
+
 def train_folds(config: Path, folds_dir: Path, output_dir: Path, overrides: Sequence[str] = (),
                 n_jobs: int = 1, only: Optional[Sequence[int]] = None) -> List[int]:
     """``python -m spacy train CONFIG --paths.train FOLDS_DIR/fold_F/train.spacy
@@ -42,10 +52,7 @@ def train_folds(config: Path, folds_dir: Path, output_dir: Path, overrides: Sequ
     :func:`fold_corpora` wrote (or those in ``only``), ``n_jobs`` at a time
     (side by side: with one BLAS thread each), each logging to ``OUTPUT_DIR/fold_F.log``; a
     table of their exit statuses. A failed fold is an error naming its log."""
-    folds = sorted(int(p.name[len("fold_"):]) for p in Path(folds_dir).glob("fold_*")
-                   if (p / "train.spacy").is_file() and p.name[len("fold_"):].isdigit())
-    if not folds or folds != list(range(len(folds))):
-        raise StructPrefError(f"{folds_dir} holds no fold_0 ... fold_N/train.spacy (run fold-corpora first)")
+    folds = fold_numbers(folds_dir)
     if only is not None:
         absent = sorted(set(only) - set(folds))
         if absent or not only:
