@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import spacy
 from spacy.tokens import Doc
+from spacy.vectors import Vectors
 from thinc.api import fix_random_seed
 
 from spacy_structpref.errors import StructPrefError
@@ -111,6 +112,28 @@ def test_settings_and_inputs_are_checked():
         model.predict([Doc(vocab, words=[])])
     with pytest.raises(StructPrefError, match="non-empty"):
         model.predict([])
+
+
+def with_vectors(vocab, table):
+    vocab.vectors = Vectors(strings=vocab.strings, data=np.asarray(list(table.values()), dtype="f"),
+                            keys=[vocab.strings.add(w) for w in table])
+    return vocab
+
+
+def test_static_vectors_are_read_when_asked_and_required_then():
+    fix_random_seed(0)
+    vocab = with_vectors(spacy.blank("en").vocab, {"cat": [1.0, 0.0, 0.0], "dog": [0.0, 1.0, 0.0]})
+    model = SpanCRF(nO=4, nT=3, include_static_vectors=True, **TINY)
+    model.initialize(X=[Doc(vocab, words=["the", "cat"])])
+    before = model.predict([Doc(vocab, words=["the", "cat"])])
+    vocab.vectors.data[0] = [0.0, 0.0, 5.0]  # the row of "cat"
+    after = model.predict([Doc(vocab, words=["the", "cat"])])
+    assert not np.allclose(before.spans, after.spans)
+    with pytest.raises(StructPrefError, match="has no vectors"):
+        SpanCRF(nO=4, nT=3, include_static_vectors=True, **TINY).initialize(
+            X=[Doc(spacy.blank("en").vocab, words=["a"])])
+    with pytest.raises(StructPrefError, match="default feature layer"):
+        SpanCRF(tok2vec=model.get_ref("tok2vec"), include_static_vectors=True)
 
 
 def test_bilstm_input_gradients_match_finite_differences_at_every_position():

@@ -50,6 +50,25 @@ def fold_corpora_cli(
     fold_corpora(train_path, output_dir, n_folds)
 
 
+@command("train-vectors")
+def train_vectors_cli(
+    output: Path = typer.Argument(..., help="Directory for the blank pipeline holding the vectors"),
+    corpora: List[Path] = typer.Argument(..., help=".spacy corpora whose tokens the vectors are trained on"),
+    dim: int = typer.Option(100, "--dim", help="Dimensions"),
+    window: int = typer.Option(2, "--window", help="Context words on each side (weighted 1/distance)"),
+    min_count: int = typer.Option(2, "--min-count", help="Rarer words get no vector"),
+    spelling: str = typer.Option("LOWER", "--spelling", help="Tokens trained as their ORTH, LOWER or NORM form"),
+    lang: str = typer.Option("en", "--lang", help="Language of the blank pipeline"),
+    seed: int = typer.Option(0, "--seed", help="Seed of the randomized SVD"),
+):
+    """Static word vectors from the corpora's own text (PPMI of word and
+    context, truncated SVD; Levy, Goldberg & Dagan 2015), saved as a blank
+    pipeline for a config's [initialize] vectors."""
+    from .vectors import train_vectors
+
+    train_vectors(output, corpora, lang=lang, spelling=spelling, dim=dim, window=window, min_count=min_count, seed=seed)
+
+
 @command("train-folds", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 def train_folds_cli(
     ctx: typer.Context,

@@ -69,7 +69,8 @@ def span_index(n: int) -> Tuple[numpy.ndarray, numpy.ndarray]:
 def SpanCRF(tok2vec: Optional[Model[List[Doc], List[Floats2d]]] = None, embed_width: int = 100,
             embed_rows: int = 5000, char_width: int = 100, char_dim: int = 32, char_count: int = 10,
             lstm_width: int = 256, lstm_depth: int = 2, hidden_width: int = 250, dropout: float = 0.2,
-            nO: Optional[int] = None, nT: Optional[int] = None) -> Model[List[Doc], SpanCRFScores]:
+            nO: Optional[int] = None, nT: Optional[int] = None,
+            include_static_vectors: bool = False) -> Model[List[Doc], SpanCRFScores]:
     """Span-CRF scorer. ``tok2vec``: the feature layer (null: hashed lexical
     embeddings of ``embed_width`` with ``embed_rows`` rows per attribute,
     beside ``CharacterEmbed`` of ``char_width`` over the first and last
@@ -89,10 +90,13 @@ def SpanCRF(tok2vec: Optional[Model[List[Doc], List[Floats2d]]] = None, embed_wi
         raise StructPrefError(f"SpanCRF lstm_width counts both directions and must be even, got {lstm_width}")
     if not isinstance(dropout, (int, float)) or not 0 <= dropout < 1:
         raise StructPrefError(f"SpanCRF dropout must lie in [0, 1), got {dropout!r}")
+    if tok2vec is not None and include_static_vectors:
+        raise StructPrefError("SpanCRF include_static_vectors applies to the default feature layer: with a tok2vec "
+                              "of your own, let that layer read the vectors (e.g. MultiHashEmbed's own setting)")
     if tok2vec is None:
         tok2vec = concatenate(
             MultiHashEmbed(width=embed_width, attrs=LEXICAL_ATTRS, rows=[embed_rows] * len(LEXICAL_ATTRS),
-                           include_static_vectors=False),
+                           include_static_vectors=include_static_vectors),
             CharacterEmbed(width=char_width, rows=embed_rows, nM=char_dim, nC=char_count,
                            include_static_vectors=False, feature="LOWER"))
     frame = Model("span_frame", _frame_forward, init=_frame_init, params={"B": None}, dims={"nI": None})
@@ -101,7 +105,7 @@ def SpanCRF(tok2vec: Optional[Model[List[Doc], List[Floats2d]]] = None, embed_wi
     tagger = Linear(nO=None)
     return Model("span_crf", _forward, init=_init, layers=[tok2vec, encoder, labeller, tagger],
                  refs={"tok2vec": tok2vec, "encoder": encoder, "labeller": labeller, "tagger": tagger},
-                 dims={"nO": nO, "nT": nT}, attrs={"dropout": dropout})
+                 dims={"nO": nO, "nT": nT}, attrs={"dropout": dropout, "static_vectors": include_static_vectors})
 
 
 def _init(model: Model, X: Optional[List[Doc]] = None, Y=None) -> Model:
@@ -113,6 +117,10 @@ def _init(model: Model, X: Optional[List[Doc]] = None, Y=None) -> Model:
     tok2vec, encoder, labeller, tagger = (model.get_ref(x) for x in ("tok2vec", "encoder", "labeller", "tagger"))
     if X is None:
         raise StructPrefError("SpanCRF needs sample Docs to initialize")
+    if model.attrs["static_vectors"] and X and not X[0].vocab.vectors.shape[0]:
+        raise StructPrefError("SpanCRF include_static_vectors = true, but the pipeline has no vectors: set "
+                              "[initialize] vectors to a pipeline that holds them (python -m spacy_structpref "
+                              "train-vectors makes one from corpora)")
     tok2vec.initialize(X=X)
     H = tok2vec.predict(X)
     encoder.initialize(X=H)
