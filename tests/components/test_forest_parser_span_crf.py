@@ -165,3 +165,37 @@ def test_reranker_cannot_jackknife_span_crf_lists(trained):
     train = [d for d in corpus_docs("ptb", "train", nlp.vocab, limit=4)]
     with pytest.raises(StructPrefError, match="SpanCRF"):
         reranker.initialize(lambda: [Example(d, d) for d in train], nlp=nlp)
+
+
+def test_static_vectors_travel_with_the_parser_or_it_refuses(tmp_path):
+    from spacy.vectors import Vectors
+    from thinc.api import Config
+
+    from spacy_structpref.errors import StructPrefError
+
+    def with_vectors(nlp, seed):
+        words = ["the", "a", "of", "and", "to"]
+        data = np.random.default_rng(seed).standard_normal((len(words), 4)).astype("f")
+        nlp.vocab.vectors = Vectors(strings=nlp.vocab.strings, data=data,
+                                    keys=[nlp.vocab.strings.add(w) for w in words])
+        return nlp
+
+    nlp = with_vectors(span_nlp(model={**TINY, "include_static_vectors": True}), 0)
+    train = [d for d in corpus_docs("ptb", "train", nlp.vocab, limit=30) if len(d) <= 12][:5]
+    nlp.initialize(lambda: [Example(d, d) for d in train])
+    nlp.to_disk(tmp_path / "parser")
+    loaded = spacy.load(tmp_path / "parser")
+    doc = plain(loaded, train[0])
+    assert loaded(doc)._.parse.leaves() == [t.text for t in doc]
+    # sourced by a config without [initialize] vectors (spacy assemble, spacy train): spaCy keeps the
+    # pipeline's own, empty vectors; a clear error, not parses from zero vectors
+    config = {"nlp": {"lang": "en", "pipeline": ["forest_parser"]},
+              "components": {"forest_parser": {"source": str(tmp_path / "parser")}}}
+    bare = spacy.util.load_model_from_config(Config(config), auto_fill=True)
+    with pytest.raises(StructPrefError, match="reads static vectors, but this pipeline has none"):
+        bare(plain(bare, train[0]))
+    # other vectors: the pipeline saved with them is refused at load
+    with_vectors(bare, 1)
+    bare.to_disk(tmp_path / "mixed")
+    with pytest.raises(StructPrefError, match="trained on another vector table"):
+        spacy.load(tmp_path / "mixed")

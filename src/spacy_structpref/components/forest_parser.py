@@ -112,6 +112,18 @@ class ForestParser(StructPrefPipe, TrainablePipe):
         """The PCFG's grammar (None before ``initialize``, and for a span CRF)."""
         return self.model.attrs["grammar"] if self.is_pcfg else None
 
+    @property
+    def reads_vectors(self) -> bool:
+        """Whether the model reads the pipeline's static vectors (a span CRF
+        with ``include_static_vectors``)."""
+        return not self.is_pcfg and bool(self.model.attrs.get("static_vectors"))
+
+    def upstream(self, nlp: Language) -> dict:
+        """The static vectors a span CRF reads, by SHA-256: a pipeline that
+        swaps them, or sources the parser without them (``[initialize]
+        vectors`` unset), is refused rather than parsing with other inputs."""
+        return {"vector table": _vectors_digest(nlp.vocab.vectors)} if self.reads_vectors else {}
+
     def identity(self) -> Optional[str]:
         """The SHA-256 of what the parser's output depends on, which the
         components trained on its output record (``trained_on``): the PCFG's
@@ -152,6 +164,7 @@ class ForestParser(StructPrefPipe, TrainablePipe):
         from ..parsing.span_parser import SpanParser
 
         self._parser = SpanParser.from_trees(trees, self.model, vocab=self.vocab, **self._span_settings())
+        self.trained_on = {"vector table": _vectors_digest(self.vocab.vectors)} if self.reads_vectors else None
         return self
 
     def _span_settings(self) -> dict:
@@ -194,6 +207,10 @@ class ForestParser(StructPrefPipe, TrainablePipe):
 
     def predict(self, docs):
         parser = self.parser
+        if self.reads_vectors and not self.vocab.vectors.shape[0]:
+            raise StructPrefError(f"{self.name}'s span CRF reads static vectors, but this pipeline has none: a "
+                                  "pipeline that sources it needs [initialize] vectors set to the parser's "
+                                  "pipeline (or the vectors it was trained with)")
         k, with_forest = self.cfg["k"], self.cfg["store_forest"]
         todo = [b for b, doc in enumerate(docs) if len(doc)]
         out = [None] * len(docs)
@@ -245,7 +262,8 @@ class ForestParser(StructPrefPipe, TrainablePipe):
     def _parts(self) -> Dict[str, Part]:
         """``cfg`` (merged into the settings, checked: the saved model must
         be this one's) and, for the PCFG, ``grammar``; for the span CRF,
-        ``model`` (the network's bytes), ``labels`` and ``tags``."""
+        ``model`` (the network's bytes), ``labels``, ``tags`` and
+        ``trained_on`` (the static vectors it reads, if any)."""
         if self.is_pcfg:
             from ..parsing.grammar import Grammar
 
@@ -255,7 +273,7 @@ class ForestParser(StructPrefPipe, TrainablePipe):
         from ..parsing.span_trees import SpanLabels
 
         trained = self._parser
-        return {"cfg": self._cfg_part(),
+        return {"cfg": self._cfg_part(), "trained_on": self._trained_on_part(),
                 "model": Part(lambda: trained.model.to_bytes() if trained is not None else None, _saved_bytes),
                 "labels": Part(lambda: trained.labels.to_dict() if trained is not None else None,
                                lambda saved: SpanLabels.from_dict(saved) if saved is not None else None),
@@ -306,3 +324,12 @@ def _saved_bytes(saved):
     if saved is not None and not isinstance(saved, bytes):
         raise SavedModelError(f"the saved span CRF model must be bytes, got {type(saved).__name__}")
     return saved
+
+
+def _vectors_digest(vectors) -> str:
+    """SHA-256 of a vectors table: its rows and which key reads which row."""
+    import numpy
+
+    digest = hashlib.sha256(numpy.ascontiguousarray(vectors.data, dtype="float32").tobytes())
+    digest.update(repr(sorted((int(key), int(row)) for key, row in vectors.key2row.items())).encode())
+    return digest.hexdigest()
