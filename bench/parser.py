@@ -10,7 +10,9 @@ same grammar on 20 short test sentences, measured in the same run.
 Span CRF: trains from scratch on CPU exactly as the project does, by
 spaCy's own training loop (``spacy train configs/span_parser.cfg``, in
 this process, timed) on the train split (wsj_0001–0139) converted to
-``.spacy`` files, keeping the best model on the dev split (wsj_0140–0169);
+``.spacy`` files, with the static vectors the config names
+(``corpus/vectors``: ``spacy project run train-vectors`` makes them),
+keeping the best model on the dev split (wsj_0140–0169);
 ``--span-model DIR`` loads a pipeline trained that way instead (e.g.
 ``training/span_parser/model-best``; with ``--train-seconds`` the time its
 training took, else the line says nan). The model then parses the test split

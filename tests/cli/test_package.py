@@ -119,7 +119,8 @@ def test_the_package_step_makes_a_package_pip_installs_and_spacy_loads(component
     # the parser and its reranker come from one reranking pipeline, as select-parser copies it
     config = load_config(CONFIGS / "package.cfg", overrides={
         "paths.tagger": str(src / "tagger"), "paths.parser": str(src / "reranker"),
-        "paths.reranker": str(src / "reranker"), "paths.attachment": str(src / "attachment")})
+        "paths.reranker": str(src / "reranker"), "paths.attachment": str(src / "attachment"),
+        "paths.vectors": None})  # the fixture's parser is a PCFG: no static vectors
     load_model_from_config(config, auto_fill=True).to_disk(tmp_path / "pipeline")  # spacy assemble
     scores = evaluate(str(tmp_path / "pipeline"), src / "test.spacy", output=tmp_path / "scores.json",
                       gold_preproc=True)

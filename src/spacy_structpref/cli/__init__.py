@@ -54,7 +54,7 @@ def fold_corpora_cli(
 def train_vectors_cli(
     output: Path = typer.Argument(..., help="Directory for the blank pipeline holding the vectors"),
     corpora: List[Path] = typer.Argument(..., help=".spacy corpora whose tokens the vectors are trained on"),
-    dim: int = typer.Option(100, "--dim", help="Dimensions"),
+    dim: int = typer.Option(300, "--dim", help="Dimensions"),
     window: int = typer.Option(2, "--window", help="Context words on each side (weighted 1/distance)"),
     min_count: int = typer.Option(2, "--min-count", help="Rarer words get no vector"),
     spelling: str = typer.Option("LOWER", "--spelling", help="Tokens trained as their ORTH, LOWER or NORM form"),

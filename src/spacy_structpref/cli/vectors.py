@@ -31,7 +31,7 @@ def corpus_sentences(paths: Sequence[Path], spelling: str, vocab) -> Tuple[List[
 
 
 def train_vectors(output: Path, corpora: Sequence[Path], *, lang: str = "en", spelling: str = "LOWER",
-                  dim: int = 100, window: int = 2, min_count: int = 2, seed: int = 0) -> None:
+                  dim: int = 300, window: int = 2, min_count: int = 2, seed: int = 0) -> None:
     """Train PPMI–SVD vectors on the tokens of ``corpora``, spelt by
     ``spelling``, and save a blank ``lang`` pipeline holding them at
     ``output`` in one atomic step; print a summary and a few words'

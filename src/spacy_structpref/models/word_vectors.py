@@ -94,7 +94,7 @@ def svd_vectors(matrix, dim: int, eigenvalue_weight: float = 0.5, seed: int = 0)
     return (vectors / numpy.where(norms > 0, norms, 1.0)).astype("float32")
 
 
-def train_word_vectors(sentences: Sequence[Sequence[str]], dim: int = 100, window: int = 2, min_count: int = 2,
+def train_word_vectors(sentences: Sequence[Sequence[str]], dim: int = 300, window: int = 2, min_count: int = 2,
                        smoothing: float = 0.75, eigenvalue_weight: float = 0.5,
                        seed: int = 0) -> Tuple[List[str], numpy.ndarray]:
     """``(words, vectors)``: the PPMI–SVD vectors (module docstring) of the
