@@ -20,10 +20,15 @@ from ..errors import StructPrefError
 from ..trees.forest import Forest
 
 
+class NoCompatibleTree(StructPrefError):
+    """No tree of a forest is bracket-compatible with the given brackets."""
+
+
 def compatible_subforest(forest: Forest, brackets: Sequence[Tuple[int, int]], alpha: float = 1.0) -> Forest:
     """The sub-forest of the trees of ``forest`` none of whose nodes crosses
     one of ``brackets`` (``(start, end)`` token spans), hyperedge
-    probabilities raised to ``alpha``, inside–outside recomputed."""
+    probabilities raised to ``alpha``, inside–outside recomputed; none:
+    :class:`NoCompatibleTree`."""
     if not alpha > 0:
         raise StructPrefError(f"the tempering exponent α must be > 0, got {alpha}")
     f = forest
@@ -44,7 +49,7 @@ def compatible_subforest(forest: Forest, brackets: Sequence[Tuple[int, int]], al
             break
         alive &= supported
     if not alive[f.root]:
-        raise StructPrefError("no tree of the forest is compatible with the brackets (is the tree in the forest?)")
+        raise NoCompatibleTree("no tree of the forest is compatible with the brackets (is the tree in the forest?)")
     reach = np.zeros(f.n_nodes, dtype=bool)  # nodes that still hang below the root
     reach[f.root] = True
     while True:
@@ -64,6 +69,20 @@ def compatible_subforest(forest: Forest, brackets: Sequence[Tuple[int, int]], al
                  np.concatenate([[0], np.cumsum(sizes)]), tails, f.rule[keep_edge], f.prob[keep_edge] ** alpha,
                  new_id[f.root], f.n_words, f.symbols, state=f.state[keep_node])
     return sub.compute_inside_outside()
+
+
+def candidate_subforest(forest: Forest, candidate: str, alpha: float = 1.0) -> Forest:
+    """:func:`compatible_subforest` of a bracketed candidate; where posterior
+    pruning removed every tree compatible with it (a k-best tree through a
+    hyperedge below the pruning threshold), the candidate alone, a forest of
+    one tree (its kernel with another is then their expected tree kernel
+    over the other's sub-forest)."""
+    try:
+        return compatible_subforest(forest, candidate_brackets(candidate), alpha)
+    except NoCompatibleTree:
+        from ..trees.brackets import bracketed_to_arrays
+
+        return Forest.from_tree_arrays(bracketed_to_arrays([candidate], forest.symbols)[0]).compute_inside_outside()
 
 
 def candidate_brackets(candidate: str) -> List[Tuple[int, int]]:

@@ -65,7 +65,7 @@ def candidate_set(learner, candidates: Sequence[str], log_probs: Sequence[float]
         raise StructPrefError(f"{len(candidates)} candidates with {len(log_probs)} log probabilities")
     symbols = learner_symbols(learner)
     if takes_forest(learner):
-        from .forest_kernel import candidate_brackets, compatible_subforest
+        from .forest_kernel import candidate_subforest
 
         if forest is None:
             raise StructPrefError("the forest kernel needs each sentence's forest (forest_parser: store_forest = "
@@ -73,7 +73,7 @@ def candidate_set(learner, candidates: Sequence[str], log_probs: Sequence[float]
         if forest.symbols is not symbols:
             raise StructPrefError("mismatched vocabularies: read the forests into the kernel's SymbolTable")
         alpha = _base_kernel(learner).alpha
-        trees = [compatible_subforest(forest, candidate_brackets(c), alpha) for c in candidates]
+        trees = [candidate_subforest(forest, c, alpha) for c in candidates]
     else:
         trees = TreeSetDAG(bracketed_to_arrays(list(candidates), symbols).trees, symbols)
     return ScoredTrees(trees, log_probs) if takes_log_p(learner) else trees
