@@ -168,16 +168,15 @@ def test_reranker_cannot_jackknife_span_crf_lists(trained):
 
 
 def test_static_vectors_travel_with_the_parser_or_it_refuses(tmp_path):
-    from spacy.vectors import Vectors
     from thinc.api import Config
+
+    from tests.helpers.vectors import set_vectors
 
     from spacy_structpref.errors import StructPrefError
 
     def with_vectors(nlp, seed):
         words = ["the", "a", "of", "and", "to"]
-        data = np.random.default_rng(seed).standard_normal((len(words), 4)).astype("f")
-        nlp.vocab.vectors = Vectors(strings=nlp.vocab.strings, data=data,
-                                    keys=[nlp.vocab.strings.add(w) for w in words])
+        set_vectors(nlp.vocab, dict(zip(words, np.random.default_rng(seed).standard_normal((len(words), 4)))))
         return nlp
 
     nlp = with_vectors(span_nlp(model={**TINY, "include_static_vectors": True}), 0)

@@ -4,11 +4,12 @@ import numpy as np
 import pytest
 import spacy
 from spacy.tokens import Doc
-from spacy.vectors import Vectors
 from thinc.api import fix_random_seed
 
 from spacy_structpref.errors import StructPrefError
 from spacy_structpref.models.span_crf import BiLSTM, SpanCRF, SpanCRFScores, span_index, tag_logits
+
+from tests.helpers.vectors import set_vectors
 
 TINY = dict(embed_width=6, embed_rows=50, char_width=6, char_dim=3, char_count=4, lstm_width=8, lstm_depth=2,
             hidden_width=7, dropout=0.0)
@@ -114,15 +115,9 @@ def test_settings_and_inputs_are_checked():
         model.predict([])
 
 
-def with_vectors(vocab, table):
-    vocab.vectors = Vectors(strings=vocab.strings, data=np.asarray(list(table.values()), dtype="f"),
-                            keys=[vocab.strings.add(w) for w in table])
-    return vocab
-
-
 def test_static_vectors_are_read_when_asked_and_required_then():
     fix_random_seed(0)
-    vocab = with_vectors(spacy.blank("en").vocab, {"cat": [1.0, 0.0, 0.0], "dog": [0.0, 1.0, 0.0]})
+    vocab = set_vectors(spacy.blank("en").vocab, {"cat": [1.0, 0.0, 0.0], "dog": [0.0, 1.0, 0.0]})
     model = SpanCRF(nO=4, nT=3, include_static_vectors=True, **TINY)
     model.initialize(X=[Doc(vocab, words=["the", "cat"])])
     before = model.predict([Doc(vocab, words=["the", "cat"])])
