@@ -334,14 +334,15 @@ def hyperedges(tree):
     return out
 
 
-def reference_forest_trees(scores, labels, words, tags, threshold):
+def reference_forest_trees(scores, labels, words, tags, threshold, keep=()):
     """Treebank trees of the pruned CRF with their probabilities, by
     enumeration: labelled spans and splits are kept by their marginals over
-    all trees (with the Viterbi tree's), the binary trees using only kept
-    ones are un-binarised and their probabilities summed per tree and
-    renormalised; then the trees that use a hyperedge of posterior below the
-    threshold (other than the Viterbi tree's) are dropped and the rest
-    renormalised: ``{bracketed tree: probability}``."""
+    all trees (with those of the Viterbi tree and the trees in ``keep``), the
+    binary trees using only kept ones are un-binarised and their
+    probabilities summed per tree and renormalised; then the trees that use a
+    hyperedge of posterior below the threshold (other than the Viterbi
+    tree's and the kept trees') are dropped and the rest renormalised:
+    ``{bracketed tree: probability}``."""
     trees = tree_list(scores)
     log_z = logsumexp([s for s, _ in trees])
     span_mu, split_mu = {}, {}
@@ -353,12 +354,14 @@ def reference_forest_trees(scores, labels, words, tags, threshold):
             for k in range(i + 1, j):
                 if (i, k) in cells and (k, j) in cells:
                     split_mu[i, k, j] = split_mu.get((i, k, j), 0.0) + p
-    _, best = viterbi(scores)
-    best_cells = {(i, j) for i, j, _ in best}
-    keep_spans = {key for key, p in span_mu.items() if p >= threshold and p > 0} | set(best)
+    protected = [viterbi(scores)[1]] + list(keep)
+    keep_spans = {key for key, p in span_mu.items() if p >= threshold and p > 0}
     keep_splits = {key for key, p in split_mu.items() if p >= threshold and p > 0}
-    keep_splits |= {(i, k, j) for i, j, _ in best for k in range(i + 1, j)
-                    if (i, k) in best_cells and (k, j) in best_cells}
+    for best in protected:
+        best_cells = {(i, j) for i, j, _ in best}
+        keep_spans |= set(best)
+        keep_splits |= {(i, k, j) for i, j, _ in best for k in range(i + 1, j)
+                        if (i, k) in best_cells and (k, j) in best_cells}
     restricted = {}
     for score, spans in trees:
         cells = {(i, j) for i, j, _ in spans}
@@ -372,7 +375,8 @@ def reference_forest_trees(scores, labels, words, tags, threshold):
     for key, p in restricted.items():
         for edge in set(hyperedges(parse_bracketed(key))):
             edge_mu[edge] = edge_mu.get(edge, 0.0) + p / total
-    best_edges = set(hyperedges(spans_to_tree(words, tags, [(i, j, labels.labels[lab]) for i, j, lab in best])))
+    best_edges = {edge for best in protected
+                  for edge in hyperedges(spans_to_tree(words, tags, [(i, j, labels.labels[lab]) for i, j, lab in best]))}
     out = {key: p for key, p in restricted.items()
            if all(edge_mu[e] >= threshold or e in best_edges for e in hyperedges(parse_bracketed(key)))}
     total = sum(out.values())
@@ -411,6 +415,59 @@ def test_forest_trees_are_the_pruned_crf_distribution(seed, n, threshold):
     # The Viterbi tree is always in the forest.
     _, best = viterbi(scores)
     assert str(spans_to_tree(words, tags, [(i, j, FOREST_LABELS.labels[lab]) for i, j, lab in best])) in got
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(2, 4), st.sampled_from([0.05, 0.3, 1.0]), st.integers(1, 12))
+def test_a_forest_keeps_the_k_best_trees_it_is_given(seed, n, threshold, k):
+    # A k-best list of the chart and its pruned forest agree: every listed tree is in the forest, whose
+    # distribution is the CRF's over what the pruning (with the listed trees' hyperedges) keeps.
+    scores, words, tags = forest_case(seed, n)
+    listed = kbest(scores, k)
+    forest = span_forest(scores, FOREST_LABELS, words, tags, threshold=threshold, max_expansions=UNCAPPED,
+                         keep=[spans for _, spans in listed])
+    got = forest_trees(forest, words)
+    expected = reference_forest_trees(scores, FOREST_LABELS, words, tags, threshold,
+                                      keep=[spans for _, spans in listed])
+    assert set(got) == set(expected)
+    for key, p in expected.items():
+        assert got[key] == pytest.approx(p, rel=1e-9, abs=1e-12)
+    for _, spans in listed:
+        assert str(spans_to_tree(words, tags, [(i, j, FOREST_LABELS.labels[lab]) for i, j, lab in spans])) in got
+
+
+def test_the_k_best_trees_survive_the_expansion_cap():
+    labels = SpanLabels(["", "NP"])
+    for seed in range(5):
+        scores, words, tags = forest_case(seed, 6, scale=0.5, labels=labels)
+        listed = [spans for _, spans in kbest(scores, 20)]
+        got = forest_trees(span_forest(scores, labels, words, tags, threshold=0.5, max_expansions=1, keep=listed),
+                           words)
+        for spans in listed:
+            assert str(spans_to_tree(words, tags, [(i, j, labels.labels[lab]) for i, j, lab in spans])) in got
+
+
+def test_kept_trees_must_be_trees_of_the_chart():
+    scores, words, tags = forest_case(1, 3)
+    good = kbest(scores, 2)[1][1]
+    assert span_forest(scores, FOREST_LABELS, words, tags, keep=[good]).n_nodes > 0
+    bad_trees = [
+        good[:-1],  # a span missing
+        good + [(0, 1, 1)],  # one too many
+        [(0, 3, 0), (0, 1, 1), (1, 3, 0), (1, 2, 1), (2, 3, 1)],  # a right child of two words without a label
+        [(0, 3, 0), (0, 2, 1), (0, 1, 1), (1, 2, 1), (1, 3, 1)],  # the right child starts in the wrong place
+        [(0, 3, 9), (0, 1, 1), (1, 3, 1), (1, 2, 1), (2, 3, 1)],  # no label 9
+        [(0, 3, 0), (0, 3, 1), (0, 1, 1), (1, 2, 1), (2, 3, 1)],  # a left child as long as its parent
+        ["(0, 3)"],
+    ]
+    for bad in bad_trees:
+        with pytest.raises(StructPrefError, match="kept tree|binary span tree"):
+            span_forest(scores, FOREST_LABELS, words, tags, keep=[bad])
+    forbidden = scores.copy()
+    forbidden[1, 3, 1] = -np.inf
+    with pytest.raises(StructPrefError, match="probability zero"):
+        span_forest(forbidden, FOREST_LABELS, words, tags, keep=[[(0, 3, 0), (0, 1, 1), (1, 3, 1), (1, 2, 1),
+                                                                    (2, 3, 1)]])
 
 
 @pytest.mark.parametrize("threshold", [0.0, 0.01])

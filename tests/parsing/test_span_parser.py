@@ -161,16 +161,19 @@ def test_kbest_lists_distinct_trees_best_first_with_log_probabilities(trained, s
     assert isinstance(result.forest, Forest) and not result.fallback
 
 
-def test_the_forest_holds_the_kbest_trees_the_threshold_keeps(trained, short_trees):
+def test_the_forest_holds_every_kbest_tree(trained, short_trees):
     parser, _ = trained
-    # A tree of probability p has every span, split and hyperedge at
-    # posterior >= p, so the pruned forest holds each listed tree with p >= threshold.
-    parser = SpanParser(parser.model, parser.labels, parser.tags, threshold=1e-3)
+    # A threshold that prunes most of the forest still leaves the 20 listed trees in it.
+    parser = SpanParser(parser.model, parser.labels, parser.tags, threshold=0.2)
+    dropped = 0
     for tree in short_trees[:5]:
         result = parser.parse(tree.leaves(), k=20)
         in_forest = {to_bracketed(t) for _, t in result.forest.trees(tree.leaves())}
-        assert result.nbest[0][1] in in_forest
-        assert all(text in in_forest for log_p, text in result.nbest if log_p >= np.log(1e-3))
+        assert all(text in in_forest for _, text in result.nbest)
+        # the forest of a 1-best parse keeps the Viterbi tree only: the threshold alone drops listed trees
+        alone = {to_bracketed(t) for _, t in parser.parse(tree.leaves(), k=1).forest.trees(tree.leaves())}
+        dropped += sum(text not in alone for _, text in result.nbest)
+    assert dropped > 0
     fast = parser.parse(short_trees[0].leaves(), with_forest=False)
     assert fast.forest is None and len(fast.nbest) == 1
 

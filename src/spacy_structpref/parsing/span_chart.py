@@ -197,13 +197,51 @@ def _child_sequences(grids: List[Tuple[List[Fragment], List[Fragment]]], cap: in
     return out
 
 
-def _kept(chart: "SpanChart", log_t: float, viterbi_spans: List[LabelledSpan]):
+def _tree_splits(tree: Sequence[LabelledSpan], n: int, n_labels: int) -> Dict[Tuple[int, int], int]:
+    """``{(i, j): k}``, the split point of each span of two or more words of
+    ``tree``, given as :func:`kbest` gives trees (spans in preorder); a clear
+    error unless it is a tree the chart can hold: a full binary bracketing
+    of the ``n`` words, label ids below ``n_labels``, and a label on each
+    right child of two or more words."""
+    try:
+        spans = [(int(i), int(j), int(lab)) for i, j, lab in tree]
+    except (TypeError, ValueError):
+        raise StructPrefError(f"a kept tree must be a list of (i, j, label id) spans, got {tree!r}") from None
+    splits: Dict[Tuple[int, int], int] = {}
+    # What the next span must be, innermost last: (start, end, role); a left
+    # child ends before its parent and fixes the parent's split, where its
+    # right sibling starts; a right child of two or more words has a label.
+    due: List[Tuple[int, int, str]] = [(0, n, "sentence")]
+    for i, j, lab in spans:
+        if not due:
+            raise StructPrefError(f"a kept tree over {n} words has more than {2 * n - 1} spans: {spans!r}")
+        start, end, role = due.pop()
+        if role == "left":
+            ok = start == i < j < end
+            if ok:
+                splits[i, end] = j
+                due[-1] = (j, end, "right")
+        else:
+            ok = (i, j) == (start, end) and (role == "sentence" or lab != 0 or j - i == 1)
+        if not ok or not 0 <= lab < n_labels:
+            raise StructPrefError(f"not a binary span tree over {n} words with labels below {n_labels} "
+                                  f"(span {(i, j, lab)}): {spans!r}")
+        if j - i > 1:
+            due.append((-1, j, "right"))  # its start comes with the left child
+            due.append((i, j, "left"))
+    if due:
+        raise StructPrefError(f"a kept tree over {n} words must have {2 * n - 1} spans, got {len(spans)}: {spans!r}")
+    return splits
+
+
+def _kept(chart: "SpanChart", log_t: float, trees: List[List[LabelledSpan]],
+          tree_splits: List[Dict[Tuple[int, int], int]]):
     """Labelled spans with ``log mu >= log_t`` and, below the spans that keep
     a label, binary splits whose log posterior
     ``up(i, j) + beta(i, k) + beta_right(k, j) - log Z`` is ``>= log_t``,
-    with the Viterbi tree's spans and splits, as far as trees made of them
-    reach: ``({(i, j): label ids}, {(i, j): split points})``. Nothing of
-    probability zero is kept."""
+    with the spans and splits of ``trees`` (with their ``tree_splits``), as
+    far as trees made of them reach: ``({(i, j): label ids}, {(i, j): split
+    points})``. Nothing of probability zero is kept."""
     n, log_z, beta = chart.n, chart.log_z, chart.beta
     lengths = np.arange(n + 1)[None, :] - np.arange(n)[:, None]
     with np.errstate(invalid="ignore"):  # -inf - -inf where i >= j
@@ -223,10 +261,11 @@ def _kept(chart: "SpanChart", log_t: float, viterbi_spans: List[LabelledSpan]):
         for k, j in zip(*np.nonzero((log_post >= log_t) & np.isfinite(log_post))):
             if (i, int(j)) in labels:
                 splits.setdefault((i, int(j)), set()).add(int(k))
-    for pos, (i, j, lab_id) in enumerate(viterbi_spans):
-        labels.setdefault((i, j), set()).add(lab_id)
-        if j - i > 1:  # in preorder a span's left child follows it
-            splits.setdefault((i, j), set()).add(viterbi_spans[pos + 1][1])
+    for tree, tree_split in zip(trees, tree_splits):
+        for i, j, lab_id in tree:
+            labels.setdefault((i, j), set()).add(lab_id)
+            if j - i > 1:
+                splits.setdefault((i, j), set()).add(tree_split[i, j])
     # Only what a tree over kept spans and splits can reach from the sentence.
     reach, todo = {(0, n)}, [(0, n)]
     while todo:
@@ -343,23 +382,26 @@ class _Draft:
 
 def span_forest(scores, labels: SpanLabels, words: Sequence[str], tags: Sequence[str], threshold: float = 1e-3,
                 symbols: Optional[SymbolTable] = None, max_expansions: int = 100,
-                rule_ids: Optional[Dict[tuple, int]] = None) -> Forest:
+                rule_ids: Optional[Dict[tuple, int]] = None,
+                keep: Sequence[Sequence[LabelledSpan]] = ()) -> Forest:
     """The span CRF's pruned parse forest, in treebank space.
 
     First the chart is pruned: labelled spans whose marginal is at least
     ``threshold`` and binary splits whose posterior is at least
-    ``threshold`` are kept, with the Viterbi tree's always (posterior
-    pruning, Huang 2008, on the CRF's marginals). Binary trees over what is
+    ``threshold`` are kept, with those of the Viterbi tree and of the
+    trees in ``keep`` always (posterior pruning, Huang 2008, on the CRF's
+    marginals; ``keep`` takes trees as :func:`kbest` gives them, so that a
+    k-best list and its forest agree). Binary trees over what is
     kept are un-binarised as :func:`.span_trees.spans_to_tree` does: a node
     per labelled span (a chain label becomes a path of unary nodes;
     label-less spans are spliced into their parent, whose hyperedges are the
     n-ary child sequences they leave; per span at most ``max_expansions``
-    sequences, the most probable, and the Viterbi tree's), a preterminal
+    sequences, the most probable, and the kept trees'), a preterminal
     ``tags[i] -> words[i]`` per word (probability 1) and ``TOP`` over the
     sentence. A hyperedge's weight ``w(e)`` is ``exp`` of the scores its
     left-factored binarisation adds (its children's labels and the spliced
     spans). Then hyperedges whose posterior in this forest is below
-    ``threshold`` are dropped, the Viterbi tree's kept. Each hyperedge gets
+    ``threshold`` are dropped, the kept trees' kept. Each hyperedge gets
     ``q(e) = w(e) prod beta(tails) / beta(head)`` from the inside scores of
     what is left, so a tree's probability in the forest is its CRF
     probability restricted to the forest's trees and renormalised. Node and
@@ -378,54 +420,62 @@ def span_forest(scores, labels: SpanLabels, words: Sequence[str], tags: Sequence
     if isinstance(max_expansions, bool) or not isinstance(max_expansions, (int, np.integer)) or max_expansions < 1:
         raise StructPrefError(f"max_expansions must be an integer of at least 1, got {max_expansions!r}")
     log_t = math.log(threshold) if threshold > 0 else -math.inf
-    best = viterbi(chart.scores)[1]
-    kept_labels, kept_splits = _kept(chart, log_t, best)
-    best_label = {(i, j): lab for i, j, lab in best}
-    best_split = {(i, j): best[pos + 1][1] for pos, (i, j, _) in enumerate(best) if j - i > 1}
+    trees = [viterbi(chart.scores)[1]] + [list(t) for t in keep]
+    tree_split = [_tree_splits(t, n, L) for t in trees]
     s, names, draft = chart.scores, labels.labels, _Draft()
+    for t in trees[1:]:
+        if not np.isfinite(sum(s[i, j, lab] for i, j, lab in t)):
+            raise StructPrefError(f"a kept tree has probability zero (a -inf span score): {t!r}")
+    kept_labels, kept_splits = _kept(chart, log_t, trees, tree_split)
+    holders: Dict[Tuple[int, int], List[Tuple[int, int]]] = {}  # span -> (kept tree, its label there)
+    for x, t in enumerate(trees):
+        for i, j, lab in t:
+            holders.setdefault((i, j), []).append((x, lab))
 
     # What span [a, b) adds to a parent's child sequence, over its kept
     # labels, as a left child (or the sentence) and as a right child (no
-    # empty label over two or more words), and what it adds in the Viterbi tree.
+    # empty label over two or more words), and what it adds in each kept tree.
     options: Dict[Tuple[int, int], List[Fragment]] = {}
     options_right: Dict[Tuple[int, int], List[Fragment]] = {}
-    best_option: Dict[Tuple[int, int], Fragment] = {}
+    tree_option: List[Dict[Tuple[int, int], Fragment]] = [{} for _ in trees]
     chains: Dict[Tuple[int, int, str], int] = {}  # node of each chain (suffix) label over a span
     for length in range(1, n + 1):
         for i in range(n - length + 1):
             j = i + length
             if (i, j) not in kept_labels:
                 continue
-            best_tails: Optional[Tuple[int, ...]] = None  # the Viterbi tree's children here
+            own = holders.get((i, j), [])
+            tails_of: Dict[int, Tuple[int, ...]] = {}  # each kept tree's children here
             if length == 1:
                 pre = draft.add(tags[i], i, j, [((-(i + 1),), 0.0)])
                 draft.protect(pre, (-(i + 1),))
                 content = [((pre,), 0.0)]
-                best_tails = (pre,)
+                tails_of = {x: (pre,) for x, _ in own}
             else:
                 merged = _child_sequences([(options.get((i, k), []), options_right.get((k, j), []))
                                            for k in sorted(kept_splits.get((i, j), ()))], max_expansions)
+                for x, _ in own:
+                    k = tree_split[x][i, j]
+                    left, right = tree_option[x][i, k], tree_option[x][k, j]
+                    tails_of[x] = left[0] + right[0]
+                    # one cut by the cap is lighter than all it kept: the list stays sorted
+                    merged.setdefault(tails_of[x], left[1] + right[1])
                 content = sorted(merged.items(), key=lambda f: -f[1])
-                if (i, j) in best_label:
-                    left, right = best_option[i, best_split[i, j]], best_option[best_split[i, j], j]
-                    best_tails = left[0] + right[0]
-                    if best_tails not in merged:
-                        merged[best_tails] = left[1] + right[1]
-                        content.append((best_tails, merged[best_tails]))  # cut by the cap: the lightest
             if not content:
                 continue
+            omega_of = dict(content)
             opts: List[Fragment] = []
             opts_right: List[Fragment] = []
             first_bottom: Optional[int] = None
             for lab_id in sorted(kept_labels[i, j]):
                 name, score = names[lab_id], float(s[i, j, lab_id])
-                on_best = best_label.get((i, j)) == lab_id
+                labelled_here = [x for x, lab in own if lab == lab_id]
                 if not name:
                     opts.extend((tails, omega + score) for tails, omega in content)
                     if length == 1:
                         opts_right.extend((tails, omega + score) for tails, omega in content)
-                    if on_best:
-                        best_option[i, j] = (best_tails, dict(content)[best_tails] + score)
+                    for x in labelled_here:
+                        tree_option[x][i, j] = (tails_of[x], omega_of[tails_of[x]] + score)
                     continue
                 parts = name.split(CHAIN_JOIN)
                 below: Optional[int] = None
@@ -437,19 +487,20 @@ def span_forest(scores, labels: SpanLabels, words: Sequence[str], tags: Sequence
                             first_bottom = chains[key] if first_bottom is None else first_bottom
                         else:
                             chains[key] = draft.add(parts[depth], i, j, [((below,), draft.log_beta[below])])
-                    if on_best:
-                        draft.protect(chains[key], best_tails if below is None else (below,))
+                    for x in labelled_here:
+                        draft.protect(chains[key], tails_of[x] if below is None else (below,))
                     below = chains[key]
                 opts.append(((below,), score + draft.log_beta[below]))
                 opts_right.append(opts[-1])
-                if on_best:
-                    best_option[i, j] = opts[-1]
+                for x in labelled_here:
+                    tree_option[x][i, j] = opts[-1]
             opts.sort(key=lambda f: -f[1])
             opts_right.sort(key=lambda f: -f[1])
             options[i, j] = opts
             options_right[i, j] = opts_right
     root = draft.add(TOP, 0, n, options[0, n])
-    draft.protect(root, best_option[0, n][0])
+    for option in tree_option:
+        draft.protect(root, option[0, n][0])
     if log_t > -math.inf:
         draft.prune(root, log_t)
     return draft.to_forest(root, words, SymbolTable() if symbols is None else symbols, rule_ids)

@@ -16,7 +16,8 @@ plus the cross-entropy of the tagging head, which supplies the preterminals
 The 1-best tree is the chart's CKY tree, the k best come from lazy k-best
 over the chart (Huang & Chiang 2005), each with its exact ``log p`` under the
 predicted tags, and the forest is the posterior-pruned
-:func:`.span_chart.span_forest`. The results are
+:func:`.span_chart.span_forest` that keeps the k best trees' hyperedges
+(so a reranker's candidates are all in it). The results are
 :class:`~.parser.ParseResult` as the PCFG parser gives them.
 """
 from typing import List, Optional, Sequence, Tuple
@@ -200,11 +201,12 @@ class SpanParser:
                 with_forest: bool) -> ParseResult:
         log_z = span_chart.log_partition(chart)
         labels = self.labels.labels
-        found = []  # (log p, tree), the 1-best first
-        for score, spans in span_chart.kbest(chart, k):
-            found.append((score - log_z, spans_to_tree(words, tags, [(i, j, labels[lab]) for i, j, lab in spans])))
-        forest = span_chart.span_forest(chart, self.labels, words, tags, self.threshold, symbols=self.symbols) \
-            if with_forest else None
+        listed = span_chart.kbest(chart, k)
+        found = [(score - log_z, spans_to_tree(words, tags, [(i, j, labels[lab]) for i, j, lab in spans]))
+                 for score, spans in listed]  # (log p, tree), the 1-best first
+        # the forest keeps the listed trees, so that a reranker's candidates are all in it
+        forest = span_chart.span_forest(chart, self.labels, words, tags, self.threshold, symbols=self.symbols,
+                                        keep=[spans for _, spans in listed[1:]]) if with_forest else None
         return ParseResult(words, found[0][1], found[0][0], forest,
                            [(log_p, to_bracketed(tree)) for log_p, tree in found], False)
 

@@ -72,17 +72,13 @@ def compatible_subforest(forest: Forest, brackets: Sequence[Tuple[int, int]], al
 
 
 def candidate_subforest(forest: Forest, candidate: str, alpha: float = 1.0) -> Forest:
-    """:func:`compatible_subforest` of a bracketed candidate; where posterior
-    pruning removed every tree compatible with it (a k-best tree through a
-    hyperedge below the pruning threshold), the candidate alone, a forest of
-    one tree (its kernel with another is then their expected tree kernel
-    over the other's sub-forest)."""
+    """:func:`compatible_subforest` of a bracketed candidate, which must be a
+    tree of the forest (the parsers' forests keep their k-best trees)."""
     try:
         return compatible_subforest(forest, candidate_brackets(candidate), alpha)
     except NoCompatibleTree:
-        from ..trees.brackets import bracketed_to_arrays
-
-        return Forest.from_tree_arrays(bracketed_to_arrays([candidate], forest.symbols)[0]).compute_inside_outside()
+        raise NoCompatibleTree(f"the candidate {candidate!r} is not a tree of its forest: rerank a parser's k-best "
+                               f"list with the forest of the same parse") from None
 
 
 def candidate_brackets(candidate: str) -> List[Tuple[int, int]]:
