@@ -7,7 +7,8 @@ from spacy.tokens import Doc
 from thinc.api import fix_random_seed
 
 from spacy_structpref.errors import StructPrefError
-from spacy_structpref.models.span_crf import BiLSTM, SpanCRF, SpanCRFScores, span_index, tag_logits
+from spacy_structpref.models.span_crf import (BiLSTM, SpanCRF, SpanCRFScores, _labeller_layers, _span_hidden,
+                                              span_index, tag_logits)
 
 from tests.helpers.vectors import set_vectors
 
@@ -47,7 +48,8 @@ def test_a_docs_scores_do_not_depend_on_its_batch():
     for b, doc in enumerate(docs):
         alone = model.predict([doc])
         s, t = together.span_offsets(), together.tag_offsets()
-        np.testing.assert_allclose(alone.spans, together.spans[s[b]:s[b + 1]], rtol=1e-5, atol=1e-6)
+        # float32: the layer norm of a 7-unit hidden layer magnifies rounding where a row is nearly constant
+        np.testing.assert_allclose(alone.spans, together.spans[s[b]:s[b + 1]], rtol=1e-4, atol=1e-5)
         np.testing.assert_allclose(alone.tags, together.tags[t[b]:t[b + 1]], rtol=1e-5, atol=1e-6)
 
 
@@ -72,7 +74,7 @@ def test_parameter_gradients_match_finite_differences():
 
     backprop(SpanCRFScores(A, B, out.lengths))
     checked = set()
-    eps = 5e-4  # small: a larger step moves ReLU inputs across 0
+    eps = 1e-3  # small: a larger step moves ReLU inputs across 0; not smaller: float32 rounding
     for node in model.walk():
         for name in node.param_names:
             if not node.has_param(name) or not node.has_grad(name):
@@ -96,6 +98,47 @@ def test_parameter_gradients_match_finite_differences():
             checked.add(node.name)
     assert {"span_frame", "bilstm", "relu", "linear"} <= checked
     assert any("hashembed" in name for name in checked)
+
+
+def test_the_span_layer_equals_the_mlp_over_explicit_span_vectors():
+    """ReLU(W r(i, j) + b) from fencepost projections equals it from the span
+    vectors r(i, j) = (f→_j − f→_i ; f←_i − f←_j) built one by one, and so do
+    the gradients of E, W and b (the reference's by the chain rule through
+    the explicit vectors)."""
+    model, _ = tiny_model(seed=2)
+    relu, _ = _labeller_layers(model.get_ref("labeller"))
+    rng = np.random.default_rng(3)
+    half = 4
+    E = [rng.normal(size=(n + 2, 2 * half)) for n in (1, 3, 6)]
+    W, b = relu.get_param("W").astype(float), relu.get_param("b").astype(float)
+    relu.set_param("W", W)
+    relu.set_param("b", b)
+    R, owners = [], []
+    for d, e in enumerate(E):
+        n = len(e) - 2
+        for i, j in zip(*span_index(n)):
+            R.append(np.concatenate([e[j, :half] - e[i, :half], e[i + 1, half:] - e[j + 1, half:]]))
+            owners.append((d, int(i), int(j)))
+    R = np.array(R)
+    pre = R @ W.T + b
+    Y, backprop = _span_hidden(relu, E)
+    np.testing.assert_allclose(Y, np.maximum(pre, 0.0), rtol=1e-12, atol=1e-12)
+    dY = rng.normal(size=Y.shape)
+    relu.set_grad("W", np.zeros_like(W))
+    relu.set_grad("b", np.zeros_like(b))
+    dE = backprop(dY)
+    d_pre = dY * (pre > 0)
+    dR = d_pre @ W
+    want = [np.zeros_like(e) for e in E]
+    for (d, i, j), row in zip(owners, dR):
+        want[d][j, :half] += row[:half]
+        want[d][i, :half] -= row[:half]
+        want[d][i + 1, half:] += row[half:]
+        want[d][j + 1, half:] -= row[half:]
+    for got, ref in zip(dE, want):
+        np.testing.assert_allclose(got, ref, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(relu.get_grad("W"), d_pre.T @ R, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(relu.get_grad("b"), d_pre.sum(axis=0), rtol=1e-10, atol=1e-10)
 
 
 def test_settings_and_inputs_are_checked():
