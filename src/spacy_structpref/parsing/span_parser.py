@@ -204,9 +204,10 @@ class SpanParser:
         listed = span_chart.kbest(chart, k)
         found = [(score - log_z, spans_to_tree(words, tags, [(i, j, labels[lab]) for i, j, lab in spans]))
                  for score, spans in listed]  # (log p, tree), the 1-best first
-        # the forest keeps the listed trees, so that a reranker's candidates are all in it
+        # the forest keeps the listed trees (the first too: on ties it need not be the Viterbi tree the
+        # forest keeps anyway), so that a reranker's candidates are all in it
         forest = span_chart.span_forest(chart, self.labels, words, tags, self.threshold, symbols=self.symbols,
-                                        keep=[spans for _, spans in listed[1:]]) if with_forest else None
+                                        keep=[spans for _, spans in listed]) if with_forest else None
         return ParseResult(words, found[0][1], found[0][0], forest,
                            [(log_p, to_bracketed(tree)) for log_p, tree in found], False)
 
