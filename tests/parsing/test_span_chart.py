@@ -334,6 +334,11 @@ def hyperedges(tree):
     return out
 
 
+def labelled_tree(spans, labels, words, tags):
+    """The treebank tree of chart spans ``(i, j, label id)`` with ``labels``' names."""
+    return spans_to_tree(words, tags, [(i, j, labels.labels[lab]) for i, j, lab in spans])
+
+
 def reference_forest_trees(scores, labels, words, tags, threshold, keep=()):
     """Treebank trees of the pruned CRF with their probabilities, by
     enumeration: labelled spans and splits are kept by their marginals over
@@ -367,7 +372,7 @@ def reference_forest_trees(scores, labels, words, tags, threshold, keep=()):
         cells = {(i, j) for i, j, _ in spans}
         splits = {(i, k, j) for i, j, _ in spans for k in range(i + 1, j) if (i, k) in cells and (k, j) in cells}
         if set(spans) <= keep_spans and splits <= keep_splits:
-            tree = spans_to_tree(words, tags, [(i, j, labels.labels[lab]) for i, j, lab in spans])
+            tree = labelled_tree(spans, labels, words, tags)
             key = str(tree)
             restricted[key] = restricted.get(key, 0.0) + np.exp(score - log_z)
     total = sum(restricted.values())
@@ -376,7 +381,7 @@ def reference_forest_trees(scores, labels, words, tags, threshold, keep=()):
         for edge in set(hyperedges(parse_bracketed(key))):
             edge_mu[edge] = edge_mu.get(edge, 0.0) + p / total
     best_edges = {edge for best in protected
-                  for edge in hyperedges(spans_to_tree(words, tags, [(i, j, labels.labels[lab]) for i, j, lab in best]))}
+                  for edge in hyperedges(labelled_tree(best, labels, words, tags))}
     out = {key: p for key, p in restricted.items()
            if all(edge_mu[e] >= threshold or e in best_edges for e in hyperedges(parse_bracketed(key)))}
     total = sum(out.values())
@@ -414,7 +419,7 @@ def test_forest_trees_are_the_pruned_crf_distribution(seed, n, threshold):
     assert forest.log_total == pytest.approx(0.0, abs=1e-9)
     # The Viterbi tree is always in the forest.
     _, best = viterbi(scores)
-    assert str(spans_to_tree(words, tags, [(i, j, FOREST_LABELS.labels[lab]) for i, j, lab in best])) in got
+    assert str(labelled_tree(best, FOREST_LABELS, words, tags)) in got
 
 
 @settings(max_examples=25, deadline=None)
@@ -433,7 +438,7 @@ def test_a_forest_keeps_the_k_best_trees_it_is_given(seed, n, threshold, k):
     for key, p in expected.items():
         assert got[key] == pytest.approx(p, rel=1e-9, abs=1e-12)
     for _, spans in listed:
-        assert str(spans_to_tree(words, tags, [(i, j, FOREST_LABELS.labels[lab]) for i, j, lab in spans])) in got
+        assert str(labelled_tree(spans, FOREST_LABELS, words, tags)) in got
 
 
 def test_the_k_best_trees_survive_the_expansion_cap():
@@ -444,7 +449,7 @@ def test_the_k_best_trees_survive_the_expansion_cap():
         got = forest_trees(span_forest(scores, labels, words, tags, threshold=0.5, max_expansions=1, keep=listed),
                            words)
         for spans in listed:
-            assert str(spans_to_tree(words, tags, [(i, j, labels.labels[lab]) for i, j, lab in spans])) in got
+            assert str(labelled_tree(spans, labels, words, tags)) in got
 
 
 def test_kept_trees_must_be_trees_of_the_chart():
@@ -486,7 +491,7 @@ def test_threshold_zero_holds_every_tree_with_its_crf_probability():
     log_z = log_partition(scores)
     expected = {}
     for score, spans in tree_list(scores):
-        key = str(spans_to_tree(words, tags, [(i, j, FOREST_LABELS.labels[lab]) for i, j, lab in spans]))
+        key = str(labelled_tree(spans, FOREST_LABELS, words, tags))
         expected[key] = expected.get(key, 0.0) + np.exp(score - log_z)
     assert set(got) == set(expected)
     assert all(got[key] == pytest.approx(p, rel=1e-9) for key, p in expected.items())
@@ -500,7 +505,7 @@ def test_forest_of_one_word_and_threshold_one():
     forest = span_forest(scores, FOREST_LABELS, words, tags, threshold=1.0)
     _, best = viterbi(scores)
     assert forest_trees(forest, words) == {
-        str(spans_to_tree(words, tags, [(i, j, FOREST_LABELS.labels[lab]) for i, j, lab in best])): 1.0}
+        str(labelled_tree(best, FOREST_LABELS, words, tags)): 1.0}
 
 
 @settings(max_examples=15, deadline=None)
@@ -580,8 +585,7 @@ def test_the_viterbi_tree_survives_the_expansion_cap():
         scores, words, tags = forest_case(seed, 5, scale=0.5, labels=labels)
         _, best = viterbi(scores)
         forest = span_forest(scores, labels, words, tags, threshold=0.0, max_expansions=1)
-        assert str(spans_to_tree(words, tags, [(i, j, labels.labels[lab]) for i, j, lab in best])) in \
-            forest_trees(forest, words)
+        assert str(labelled_tree(best, labels, words, tags)) in forest_trees(forest, words)
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 4])
