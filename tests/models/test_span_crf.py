@@ -7,7 +7,7 @@ from spacy.tokens import Doc
 from thinc.api import fix_random_seed
 
 from spacy_structpref.errors import StructPrefError
-from spacy_structpref.models.span_crf import (BiLSTM, SpanCRF, SpanCRFScores, _labeller_layers, _span_hidden,
+from spacy_structpref.models.span_crf import (BiLSTM, SpanCRF, SpanCRFScores, _label_layers, _span_hidden,
                                               span_index, tag_logits)
 
 from tests.helpers.vectors import set_vectors
@@ -106,7 +106,7 @@ def test_the_span_layer_equals_the_mlp_over_explicit_span_vectors():
     the gradients of E, W and b (the reference's by the chain rule through
     the explicit vectors)."""
     model, _ = tiny_model(seed=2)
-    relu, _ = _labeller_layers(model.get_ref("labeller"))
+    relu = _label_layers(model.get_ref("labeller"))[0]
     rng = np.random.default_rng(3)
     half = 4
     E = [rng.normal(size=(n + 2, 2 * half)) for n in (1, 3, 6)]
@@ -139,6 +139,23 @@ def test_the_span_layer_equals_the_mlp_over_explicit_span_vectors():
         np.testing.assert_allclose(got, ref, rtol=1e-10, atol=1e-10)
     np.testing.assert_allclose(relu.get_grad("W"), d_pre.T @ R, rtol=1e-10, atol=1e-10)
     np.testing.assert_allclose(relu.get_grad("b"), d_pre.sum(axis=0), rtol=1e-10, atol=1e-10)
+
+
+def test_the_label_mlp_is_thincs_relu_with_norm_and_dropout_node_for_node():
+    """The label MLP, built from its pieces, has the node structure of
+    Thinc's ``Relu(normalize=True, dropout=...)`` before a Linear: weights
+    saved from either load into the other."""
+    from thinc.api import Linear, Relu, chain
+
+    model, _ = tiny_model(seed=4)
+    labeller = model.get_ref("labeller")
+    relu = _label_layers(labeller)[0]
+    thincs = chain(Relu(nO=relu.get_dim("nO"), normalize=True, dropout=0.1), Linear())
+    assert [node.name for node in thincs.walk()] == [node.name for node in labeller.walk()]
+    thincs.from_bytes(labeller.to_bytes())
+    assert np.array_equal(thincs.layers[0].layers[0].layers[0].get_param("W"),
+                          relu.get_param("W"))
+    assert [layer.name for layer in _label_layers(labeller)] == ["relu", "layernorm", "dropout", "linear"]
 
 
 def test_settings_and_inputs_are_checked():

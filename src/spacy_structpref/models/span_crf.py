@@ -33,7 +33,7 @@ import numpy
 from spacy.ml.models import CharacterEmbed, MultiHashEmbed
 from spacy.tokens import Doc
 from spacy.util import registry
-from thinc.api import Linear, Model, Relu, chain, concatenate
+from thinc.api import Dropout, LayerNorm, Linear, Model, Relu, chain, concatenate
 from thinc.initializers import glorot_uniform_init
 from thinc.types import Floats2d, Ints1d
 
@@ -105,7 +105,7 @@ def SpanCRF(tok2vec: Optional[Model[List[Doc], List[Floats2d]]] = None, embed_wi
                            include_static_vectors=False, feature="LOWER"))
     frame = Model("span_frame", _frame_forward, init=_frame_init, params={"B": None}, dims={"nI": None})
     encoder = chain(frame, BiLSTM(lstm_width // 2, depth=lstm_depth, dropout=dropout))
-    labeller = chain(Relu(nO=hidden_width, normalize=True, dropout=dropout), Linear(nO=None))
+    labeller = _label_mlp(hidden_width, dropout)
     tagger = Linear(nO=None)
     return Model("span_crf", _forward, init=_init, layers=[tok2vec, encoder, labeller, tagger],
                  refs={"tok2vec": tok2vec, "encoder": encoder, "labeller": labeller, "tagger": tagger},
@@ -148,7 +148,7 @@ def _forward(model: Model, docs: List[Doc], is_train: bool):
     if dropout:
         H = [h * m for h, m in zip(H, masks)]
     E, bp_encoder = encoder(H, is_train)
-    first, rest = _labeller_layers(labeller)
+    first, *rest = _label_layers(labeller)
     S, bp_first = _span_hidden(first, E)
     backprops = []
     for layer in rest:
@@ -175,11 +175,23 @@ def _forward(model: Model, docs: List[Doc], is_train: bool):
     return SpanCRFScores(S, T, lengths), backprop
 
 
-def _labeller_layers(labeller: Model) -> Tuple[Model, List[Model]]:
-    """The label MLP's first layer (Thinc's ``relu``: linear and ReLU) and
-    the layers after it in order (layer norm, dropout, linear)."""
-    named = {node.name: node for node in labeller.walk()}
-    return named["relu"], [named["layernorm"], named["dropout"], labeller.layers[-1]]
+def _label_mlp(hidden_width: int, dropout: float) -> Model:
+    """The label MLP: ReLU layer, layer norm, dropout, linear. Nested as
+    Thinc's ``chain(Relu(normalize=True, dropout=...), Linear())`` nests
+    them, node for node, so that saved weights load either way; built here
+    from its pieces so that :func:`_label_layers` finds them by position (a
+    Thinc model's copy and load keep layers, not references)."""
+    relu = Relu(nO=hidden_width)
+    return chain(chain(chain(relu, LayerNorm(nI=hidden_width)), Dropout(dropout)), Linear(nO=None))
+
+
+def _label_layers(labeller: Model) -> List[Model]:
+    """The label MLP's layers in order, as :func:`_label_mlp` nests them:
+    the ReLU layer (its first layer, computed by :func:`_span_hidden`), the
+    layer norm, the dropout and the linear output layer."""
+    (norm_block, drop), out = labeller.layers[0].layers, labeller.layers[1]
+    relu, norm = norm_block.layers
+    return [relu, norm, drop, out]
 
 
 def _span_hidden(relu: Model, E: List[Floats2d]):
