@@ -17,7 +17,11 @@ tree-kernel classification benchmark (Zhang & Lee 2003).
    others, C on dev) with the subset-tree kernel over the 1-best tree, the
    forest kernel over the pruned forest, the tempered forest kernel (α on
    dev, chosen on the first ``--alpha-size`` training questions), and the
-   composites of each structure kernel with the BOW kernel (weight on dev).
+   composites of each structure kernel with the BOW kernel (weight on dev);
+   then both structure kernels with word-class nodes (Plank & Moschitti
+   2013) of k-means clusters of the static vectors ``--vectors`` (the
+   project's ``train-vectors``), k chosen on dev with the tree kernel from
+   ``--cluster-grid``, alone and with the BOW kernel (weight on dev).
 3. The table: accuracy and macro F (spaCy's ``cats_score``) for coarse and
    fine classes, per-class P/R/F for the coarse classes; the Gram matrices'
    times (forest and tree kernel, one run, ``--n-threads`` threads) and the
@@ -37,6 +41,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import spacy
 import srsly
 from wasabi import msg
 
@@ -44,6 +49,7 @@ from spacy_structpref.classification.classifier import KernelClassifier
 from spacy_structpref.classification.data import gold_label, load_parsed, parse_questions
 from spacy_structpref.classification.kernels import (BowDocKernel, ForestDocKernel, SumDocKernel, TreeDocKernel,
                                                      count_vectors, ngram_features)
+from spacy_structpref.models.word_vectors import vectors_digest
 from spacy_structpref.classification.svm import dev_mask
 from spacy_structpref.corpora.labels import coarse_label
 
@@ -137,6 +143,11 @@ def kernel_system(name, kernel, K, rows, items, train_docs, test_docs, timings, 
         out[gran] = {"pred": pred, "C": clf.C, "dev": max(clf.dev_scores.values()), "n_support": len(clf.support_items)}
         msg.text(f"{name} [{gran}]: C = {clf.C} (dev {clf.dev_scores}), {len(clf.support_items)} support vectors")
     return out
+
+
+def dev_sum(result):
+    """A system's dev accuracy, coarse plus fine: what the settings are chosen by."""
+    return result["coarse"]["dev"] + result["fine"]["dev"]
 
 
 def bow_svm(train_docs, test_docs, c_grid):
@@ -261,7 +272,11 @@ def main():
     ap.add_argument("--ensemble-epochs", type=int, default=15, help="most epochs of spaCy's ensemble textcat")
     ap.add_argument("--patience", type=int, default=3,
                     help="spaCy's textcat stops after this many epochs without a better dev accuracy")
-    ap.add_argument("--skip", default="", help="comma-separated systems to leave out: spacy,tempered,composite")
+    ap.add_argument("--vectors", type=Path, default=Path("corpus/vectors"),
+                    help="the pipeline whose static vectors the word clusters come from")
+    ap.add_argument("--cluster-grid", default="100,200,500", help="numbers of word clusters (dev chooses)")
+    ap.add_argument("--skip", default="",
+                    help="comma-separated systems to leave out: spacy,tempered,composite,clusters")
     ap.add_argument("--max-steps", type=int, default=0, help="> 0: a smoke run on N questions per split")
     ap.add_argument("--parse-only", action="store_true", help="build the parse cache and stop")
     ap.add_argument("--json", type=Path, default=None, help="write the figures here")
@@ -272,11 +287,13 @@ def main():
         msg.info(f"parsed: {parse_questions(args.parser, args.cache, args.n_process, args.max_steps or None)}")
     if args.parse_only:
         return
-    skip = set(filter(None, args.skip.split(",")))
     c_grid = tuple(float(c) for c in args.c_grid.split(","))
     limit = args.max_steps or args.train_size or None
-    train_docs = load_parsed(args.cache / "train+dev.spacy", "fine")[:limit]
-    test_docs = load_parsed(args.cache / "test.spacy", "fine")[:args.max_steps or None]
+    skip = set(filter(None, args.skip.split(",")))
+    # the questions in the vocab of the static vectors, which the word clusters are learnt from
+    vocab = None if "clusters" in skip else spacy.load(args.vectors).vocab
+    train_docs = load_parsed(args.cache / "train+dev.spacy", "fine", vocab)[:limit]
+    test_docs = load_parsed(args.cache / "test.spacy", "fine", vocab)[:args.max_steps or None]
     if args.max_steps:
         args.spacy_epochs = args.ensemble_epochs = 1
         args.alpha_size = min(args.alpha_size, args.max_steps)
@@ -287,15 +304,19 @@ def main():
     systems["BOW linear SVM"] = bow_svm(train_docs, test_docs, c_grid)
 
     def structure(name, kernel):
+        kernel.fit(train_docs)
         items = kernel.items(train_docs)
         prepared = kernel.prepare(items)
-        K, timing = grams.get(name, kernel.settings(), lambda: kernel.gram(prepared, None, True))
+        settings = kernel.settings()
+        if settings.get("word_clusters"):  # the clusters depend on the vectors
+            settings["vectors"] = vectors_digest(vocab.vectors)
+        K, timing = grams.get(name, settings, lambda: kernel.gram(prepared, None, True))
         if timing["secs"] is not None:
             when = " (an earlier run, cached since)" if timing["cached"] else ""
             timings.append(f"{name}: Gram matrix {len(items)} x {len(items)} ({len(items) * (len(items) + 1) // 2:,} "
                            f"pairs), {args.n_threads} threads: {timing['secs']:.1f} s (load {timing['load']}){when}")
         test_prepared = kernel.prepare(kernel.items(test_docs))
-        rows, _ = grams.get(name + "-test", kernel.settings(), lambda: kernel.gram(test_prepared, prepared, True))
+        rows, _ = grams.get(name + "-test", settings, lambda: kernel.gram(test_prepared, prepared, True))
         return K, rows, items
 
     bow = BowDocKernel()
@@ -308,20 +329,42 @@ def main():
     K_forest, rows_forest, items_forest = structure("forest kernel", forest)
     systems["forest kernel"] = kernel_system("forest kernel", forest, K_forest, rows_forest, items_forest,
                                              train_docs, test_docs, timings, args.n_threads, c_grid, True)
+    def with_bow(sname, kern, K_s, rows_s, items_s):
+        """The composite of a structure kernel and the BOW kernel, its weight on dev."""
+        best = None
+        for w in BOW_WEIGHTS:
+            comp = SumDocKernel([kern, bow], [1 - w, w])
+            res = kernel_system(f"{sname} + BOW (w={w})", comp, comp.combine([K_s, K_bow]),
+                                comp.combine([rows_s, rows_bow]), list(zip(items_s, items_bow)), train_docs,
+                                test_docs, [], args.n_threads, c_grid)
+            if best is None or dev_sum(res) > dev_sum(best[1]):
+                best = (w, res)
+        systems[f"{sname} + BOW"] = best[1]
+        extra[f"{sname} + BOW weight (dev)"] = best[0]
+
     if "composite" not in skip:
-        for sname, kern, K_s, rows_s, items_s in (("tree", tree, K_tree, rows_tree, items_tree),
-                                                  ("forest", forest, K_forest, rows_forest, items_forest)):
-            best = None
-            for w in BOW_WEIGHTS:
-                comp = SumDocKernel([kern, bow], [1 - w, w])
-                res = kernel_system(f"{sname} + BOW (w={w})", comp, comp.combine([K_s, K_bow]),
-                                    comp.combine([rows_s, rows_bow]), list(zip(items_s, items_bow)), train_docs,
-                                    test_docs, [], args.n_threads, c_grid)
-                dev = res["coarse"]["dev"] + res["fine"]["dev"]
-                if best is None or dev > best[0]:
-                    best = (dev, w, res)
-            systems[f"{sname} kernel + BOW"] = best[2]
-            extra[f"{sname} + BOW weight (dev)"] = best[1]
+        with_bow("tree kernel", tree, K_tree, rows_tree, items_tree)
+        with_bow("forest kernel", forest, K_forest, rows_forest, items_forest)
+    if "clusters" not in skip:
+        by_k = {}
+        for k in (int(x) for x in args.cluster_grid.split(",")):
+            kern = TreeDocKernel(args.lam, word_clusters=k)
+            K_k, rows_k, items_k = structure(f"tree kernel, {k} word clusters", kern)
+            by_k[k] = (kern, K_k, rows_k, items_k, kernel_system(f"tree kernel, {k} word clusters", kern, K_k,
+                                                                 rows_k, items_k, train_docs, test_docs, timings,
+                                                                 args.n_threads, c_grid))
+        extra["word clusters dev accuracy (coarse + fine)"] = {k: dev_sum(v[-1]) for k, v in by_k.items()}
+        k = max(by_k, key=lambda x: (dev_sum(by_k[x][-1]), -x))
+        extra["word clusters (dev)"] = k
+        kern, K_k, rows_k, items_k, systems["tree kernel, clusters"] = by_k[k]
+        with_bow("tree kernel, clusters", kern, K_k, rows_k, items_k)
+        del by_k
+        kern = ForestDocKernel(args.lam, 1.0, None, args.n_threads, word_clusters=k)
+        K_k, rows_k, items_k = structure(f"forest kernel, {k} word clusters", kern)
+        systems["forest kernel, clusters"] = kernel_system(f"forest kernel, {k} word clusters", kern, K_k,
+                                                                rows_k, items_k, train_docs, test_docs, timings,
+                                                                args.n_threads, c_grid)
+        with_bow("forest kernel, clusters", kern, K_k, rows_k, items_k)
     del K_bow, rows_bow
     if "spacy" not in skip:
         for arch, epochs in (("bow", args.spacy_epochs), ("ensemble", args.ensemble_epochs)):
@@ -377,8 +420,15 @@ def report(systems, test_docs, timings, extra, args):
     msg.table(rows, header=["system", *coarse_labels], divider=True)
     if args.json is not None:
         srsly.write_json(args.json, {"results": results, "timings": timings, "settings": extra})
-    diff = results["forest kernel"]["coarse"]["accuracy"] - results["tree kernel"]["coarse"]["accuracy"]
-    print(f"forest - tree, coarse accuracy: {diff:+.2f}")
+    coarse = {name: r["coarse"]["accuracy"] for name, r in results.items()}
+    kernel_systems = [name for name in coarse if "kernel" in name]
+    best = max(kernel_systems, key=coarse.get)
+    print(f"best kernel system, coarse: {best} {coarse[best]:.2f}, BOW linear SVM {coarse['BOW linear SVM']:.2f}: "
+          f"{coarse[best] - coarse['BOW linear SVM']:+.2f}")
+    for suffix in ("", ", clusters"):
+        if "forest kernel" + suffix in coarse:
+            print(f"forest - tree{suffix}, coarse accuracy: "
+                  f"{coarse['forest kernel' + suffix] - coarse['tree kernel' + suffix]:+.2f}")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """The kernel_textcat component: it trains on parsed questions, round-trips
 through disk and bytes with identical doc.cats, refuses a tampered
 coefficient array or a model saved with another kernel (leaving itself as it
-was), and gives clear errors."""
+was), keeps the word clusters it learnt from the vectors, and gives clear
+errors."""
 import numpy as np
 import pytest
 import spacy
@@ -13,6 +14,7 @@ from spacy_structpref.corpora import qc_questions
 from spacy_structpref.errors import SavedModelError, StructPrefError
 
 from tests.helpers.fixtures import slow_fixture
+from tests.helpers.vectors import set_vectors
 
 
 def questions(n, split="train", max_len=8):
@@ -137,3 +139,33 @@ def test_clear_errors(trained, short_ptb_parser_nlp):
         trained.get_pipe("kernel_textcat").initialize(lambda: bad, nlp=trained)
     with pytest.raises(StructPrefError, match="C must be a finite number above 0"):
         spacy.blank("en").add_pipe("kernel_textcat", config={"C_grid": [0.0]})
+
+
+def test_word_clusters_come_from_the_pipelines_vectors_and_travel_with_the_save(short_ptb_parser_nlp, tmp_path):
+    """A kernel with word clusters learns them in initialize from the
+    pipeline's static vectors, keeps them in its save (a reload classifies
+    the same without the vectors), and a pipeline without vectors is told
+    what to do."""
+    qs = questions(24)
+    rng = np.random.default_rng(0)
+    nlp = spacy.blank("en")
+    nlp.add_pipe("forest_parser", source=short_ptb_parser_nlp)
+    set_vectors(nlp.vocab, {w.lower(): rng.normal(size=8) for q in qs for w in q.words})
+    config = {"kernel": {"name": "tree+bow", "word_clusters": 4}, "dev_every": 4}
+    tc = nlp.add_pipe("kernel_textcat", config=config)
+    tc.initialize(lambda: labelled_examples(nlp, qs), nlp=nlp)
+    assert tc.kernel.kernels[0].clusters.n_clusters == 4
+    test = [Doc(nlp.vocab, words=list(q.words)) for q in questions(8, "test")]
+    before = [d.cats for d in nlp.pipe(d.copy() for d in test)]
+    nlp.to_disk(tmp_path / "nlp")
+    loaded = spacy.load(tmp_path / "nlp", exclude=["vocab"])  # the clusters, not the vectors, are read
+    assert not loaded.vocab.vectors.shape[0]
+    assert [d.cats for d in loaded.pipe(Doc(loaded.vocab, words=[t.text for t in d]) for d in test)] == before
+    plain = spacy.blank("en").add_pipe("kernel_textcat", config={"kernel": {"name": "tree+bow"}})
+    with pytest.raises(SavedModelError, match="trained with the kernel"):
+        plain.from_disk(tmp_path / "nlp" / "kernel_textcat")
+    no_vectors = spacy.blank("en")
+    no_vectors.add_pipe("forest_parser", source=short_ptb_parser_nlp)
+    tc = no_vectors.add_pipe("kernel_textcat", config=config)
+    with pytest.raises(StructPrefError, match=r"set \[initialize\] vectors"):
+        tc.initialize(lambda: labelled_examples(no_vectors, qs), nlp=no_vectors)

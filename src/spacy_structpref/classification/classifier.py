@@ -50,6 +50,7 @@ class KernelClassifier:
             progress: bool = True) -> "KernelClassifier":
         """Train on parsed Docs with their classes ``gold``."""
         docs = list(docs)
+        self.kernel.fit(docs)
         items = self.kernel.items(docs)
         t = time.perf_counter()
         prepared = self.kernel.prepare(items)
@@ -109,7 +110,8 @@ class KernelClassifier:
         self._check_trained()
         return {"version": FORMAT_VERSION, "labels": self.labels, "C": self.C,
                 "dev_scores": [[c, s] for c, s in self.dev_scores.items()],
-                "kernel": self.kernel.settings(), "support": self.kernel.encode(self.support_items)}
+                "kernel": self.kernel.settings(), "kernel_state": self.kernel.state(),
+                "support": self.kernel.encode(self.support_items)}
 
     def arrays(self) -> Dict[str, np.ndarray]:
         self._check_trained()
@@ -136,8 +138,9 @@ class KernelClassifier:
                                   f"{len(support)} support items")
         if not (np.isfinite(coef).all() and np.isfinite(intercept).all()):
             raise SavedModelError("saved SVM coefficients are not finite")
-        self.labels, self.C = labels, float(state["C"])
-        self.dev_scores = {float(c): float(s) for c, s in state["dev_scores"]}
+        C, dev_scores = float(state["C"]), {float(c): float(s) for c, s in state["dev_scores"]}
+        self.kernel.load_state(state.get("kernel_state"))  # last of the checks: a refused load changes nothing
+        self.labels, self.C, self.dev_scores = labels, C, dev_scores
         self.model = OneVsRest(np.arange(len(support)), coef, intercept)
         self.support_items = support
         self._support_prepared = None

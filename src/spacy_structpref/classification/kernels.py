@@ -5,11 +5,17 @@ pruned packed forest, the words), ``prepare``\\ s a list of items once, and
 gives the kernel matrix between two prepared lists (:meth:`gram`; ``b=None``:
 the symmetric Gram matrix, each pair computed once). ``encode``/``decode``
 turn items into msgpack-ready data (a saved model keeps its support
-items), and ``settings`` is what a saved model is checked against.
+items), and ``settings`` is what a saved model is checked against. What a
+kernel learns from the training Docs themselves (``fit``: the word clusters
+of ``word_clusters``) is saved by ``state`` and restored by ``load_state``.
 
 - :class:`TreeDocKernel`: the subset-tree kernel (Collins & Duffy 2002) over
   the 1-best trees, cosine-normalised, on hash-consed tree sets (DAG
   sharing, Aiolli et al. 2006) through the learners' ``TreeKernel``.
+  With ``word_clusters = k`` (it and the forest kernel), each word gets a
+  node of its cluster among k k-means clusters of the pipeline's static
+  vectors (:mod:`.word_clusters`, :mod:`..trees.word_classes`; Plank &
+  Moschitti 2013), so fragments also match over words of one cluster.
 - :class:`ForestDocKernel`: the forest kernel (Zhang et al. 2010, eq. 5–7:
   the expected subset-tree kernel over the trees of two packed forests),
   cosine-normalised, over the forests ``forest_parser`` stores (pruned by
@@ -27,6 +33,7 @@ import numpy as np
 from ..errors import SavedModelError, StructPrefError, check_count, check_number
 from ..kernels.inputs import check_lambda, check_threads
 from ..trees.arrays import INT, SymbolTable
+from ..trees.word_classes import forest_with_word_classes, tree_with_word_classes
 
 KERNEL_NAMES = ("tree", "forest", "bow", "tree+bow", "forest+bow")
 # The BOW kernel's longest n-grams: a text's features grow with max_n × its length (and up to
@@ -34,15 +41,77 @@ KERNEL_NAMES = ("tree", "forest", "bow", "tree+bow", "forest+bow")
 MAX_NGRAM = 10
 
 
-class TreeDocKernel:
+class _DocKernel:
+    """A Doc kernel that learns nothing from the training Docs but its items."""
+
+    def fit(self, docs) -> None:
+        """Learn from the training Docs what the items need (nothing here)."""
+
+    def state(self):
+        """What :meth:`fit` learnt, msgpack-ready (None: nothing)."""
+        return None
+
+    def load_state(self, state) -> None:
+        if state is not None:
+            raise SavedModelError(f"the saved {self.settings()['kind']} kernel holds learnt data this kernel "
+                                  "does not use")
+
+
+class _WordClassKernel(_DocKernel):
+    """A structure kernel whose trees may carry word-class nodes:
+    ``word_clusters`` k-means clusters of the static vectors (0: none),
+    learnt by :meth:`fit` from the training Docs' vocab."""
+
+    def __init__(self, word_clusters: int):
+        self.word_clusters = check_count("word_clusters (0: none)", word_clusters, 0)
+        self.clusters = None
+
+    def fit(self, docs) -> None:
+        from .word_clusters import WordClusters
+
+        if self.word_clusters:
+            docs = list(docs)
+            if not docs:
+                raise StructPrefError("word clusters are learnt from the training Docs' vectors: no Docs given")
+            self.clusters = WordClusters.fit(docs[0].vocab.vectors, self.word_clusters)
+
+    def _classes(self, doc) -> list:
+        if self.clusters is None:
+            raise StructPrefError(f"the kernel's {self.word_clusters} word clusters are not learnt yet: train "
+                                  "the classifier (nlp.initialize) or load a trained pipeline")
+        return self.clusters.classes(doc)
+
+    def _settings(self, settings: dict) -> dict:
+        # no key without clusters: saves from before the setting existed keep loading
+        return {**settings, "word_clusters": self.word_clusters} if self.word_clusters else settings
+
+    def state(self):
+        return None if self.clusters is None else self.clusters.to_dict()
+
+    def load_state(self, state) -> None:
+        from .word_clusters import WordClusters
+
+        if (state is None) != (not self.word_clusters):
+            raise SavedModelError(f"the save {'lacks' if state is None else 'holds'} word clusters, and the kernel "
+                                  f"has word_clusters = {self.word_clusters}")
+        clusters = None if state is None else WordClusters.from_dict(state)
+        if clusters is not None and clusters.n_clusters != self.word_clusters:
+            raise SavedModelError(f"the save holds {clusters.n_clusters} word clusters, the kernel "
+                                  f"word_clusters = {self.word_clusters}")
+        self.clusters = clusters
+
+
+class TreeDocKernel(_WordClassKernel):
     """Subset-tree kernel with decay ``lam`` over each Doc's 1-best tree
-    (the span group ``spans_key``)."""
+    (the span group ``spans_key``), with word-class nodes of
+    ``word_clusters`` clusters (0: none)."""
 
     needs_forest = False
 
-    def __init__(self, lam: float = 0.4, spans_key: str = "constituents"):
+    def __init__(self, lam: float = 0.4, spans_key: str = "constituents", word_clusters: int = 0):
         from ..learners.kernels import TreeKernel
 
+        super().__init__(word_clusters)
         self.kernel = TreeKernel(check_lambda(lam), 1, normalize=True)
         self.spans_key = spans_key
 
@@ -59,7 +128,7 @@ class TreeDocKernel:
             if tree is None:
                 raise StructPrefError(f"the Doc {doc.text[:40]!r} has no parse tree in doc.spans[{self.spans_key!r}]: "
                                       "put a forest_parser before kernel_textcat")
-            out.append(tree)
+            out.append(tree_with_word_classes(tree, self._classes(doc)) if self.word_clusters else tree)
         return out
 
     def prepare(self, items):
@@ -70,7 +139,7 @@ class TreeDocKernel:
         return self.kernel.block(a, a if b is None else b)
 
     def settings(self) -> dict:
-        return {"kind": "tree", "lam": self.kernel.lam}
+        return self._settings({"kind": "tree", "lam": self.kernel.lam})
 
     def encode(self, items) -> list:
         return self.kernel.encode(items)
@@ -79,20 +148,22 @@ class TreeDocKernel:
         return self.kernel.decode(data)
 
 
-class ForestDocKernel:
+class ForestDocKernel(_WordClassKernel):
     """Forest kernel with decay ``lam`` over each Doc's packed forest
     (``doc._.forest``), hyperedge probabilities raised to ``alpha``,
     optionally pruned to the hyperedges whose best tree is at least
-    ``merit_ratio`` times the Viterbi tree (None: as stored). Kernel rows
+    ``merit_ratio`` times the Viterbi tree (None: as stored), with
+    word-class nodes of ``word_clusters`` clusters (0: none). Kernel rows
     are shared among ``n_threads`` threads (the compiled loop releases the
     GIL)."""
 
     needs_forest = True
 
     def __init__(self, lam: float = 0.4, alpha: float = 1.0, merit_ratio: Optional[float] = None,
-                 n_threads: int = 2):
+                 n_threads: int = 2, word_clusters: int = 0):
         from ..learners.kernels import ForestKernel
 
+        super().__init__(word_clusters)
         if merit_ratio is not None:
             merit_ratio = check_number("merit_ratio (null: as stored)", merit_ratio, 0.0, 1.0, above=True)
         self.kernel = ForestKernel(lam, alpha, normalize=True)
@@ -125,7 +196,8 @@ class ForestDocKernel:
                 raise StructPrefError(f"the Doc {doc.text[:40]!r} has no packed forest (doc._.forest): put a "
                                       "forest_parser that stores its forests (store_forest = true) before "
                                       "kernel_textcat")
-            out.append(self.forest(data))
+            forest = self.forest(data)
+            out.append(forest_with_word_classes(forest, self._classes(doc)) if self.word_clusters else forest)
         return out
 
     def prepare(self, items) -> list:
@@ -141,8 +213,8 @@ class ForestDocKernel:
         return normalise_forest_gram(K, a, a if b is None else b, lam)
 
     def settings(self) -> dict:
-        return {"kind": "forest", "lam": self.kernel.lam, "alpha": self.kernel.alpha,
-                "merit_ratio": self.merit_ratio}
+        return self._settings({"kind": "forest", "lam": self.kernel.lam, "alpha": self.kernel.alpha,
+                               "merit_ratio": self.merit_ratio})
 
     def encode(self, items) -> list:
         return self.kernel.encode(items)
@@ -177,7 +249,7 @@ def count_vectors(feature_lists, vocabulary: Optional[dict] = None):
     return m
 
 
-class BowDocKernel:
+class BowDocKernel(_DocKernel):
     """Cosine of the word n-gram count vectors (n = 1 .. ``max_n``, at
     most :data:`MAX_NGRAM`)."""
 
@@ -219,7 +291,7 @@ class BowDocKernel:
         return [tuple(words) for words in data]
 
 
-class SumDocKernel:
+class SumDocKernel(_DocKernel):
     """``K(x, y) = Σ_k w_k K_k(x, y)`` over Doc kernels ``kernels`` with
     ``weights`` (a composite kernel: a sum of kernels is a kernel)."""
 
@@ -256,6 +328,23 @@ class SumDocKernel:
     def settings(self) -> dict:
         return {"kind": "sum", "weights": self.weights, "kernels": [k.settings() for k in self.kernels]}
 
+    def fit(self, docs) -> None:
+        docs = list(docs)
+        for k in self.kernels:
+            k.fit(docs)
+
+    def state(self):
+        states = [k.state() for k in self.kernels]
+        return None if all(x is None for x in states) else states
+
+    def load_state(self, state) -> None:
+        states = [None] * len(self.kernels) if state is None else state
+        if not isinstance(states, list) or len(states) != len(self.kernels):
+            raise SavedModelError(f"the saved state of a sum of {len(self.kernels)} kernels must have one part per "
+                                  "kernel")
+        for k, part in zip(self.kernels, states):
+            k.load_state(part)
+
     def encode(self, items) -> list:
         items = list(items)
         parts = [k.encode([it[i] for it in items]) for i, k in enumerate(self.kernels)]
@@ -269,16 +358,18 @@ class SumDocKernel:
 
 
 def named_kernel(name: str, lam: float = 0.4, alpha: float = 1.0, bow_weight: float = 0.5,
-                 merit_ratio: Optional[float] = None, n_threads: int = 2):
+                 merit_ratio: Optional[float] = None, n_threads: int = 2, word_clusters: int = 0):
     """The Doc kernel called ``name`` (:data:`KERNEL_NAMES`): ``tree``,
     ``forest``, ``bow``, or ``tree+bow``/``forest+bow``, the structure
-    kernel weighted ``1 - bow_weight`` plus the BOW kernel weighted
-    ``bow_weight``."""
+    kernel (with ``word_clusters`` word-class nodes) weighted
+    ``1 - bow_weight`` plus the BOW kernel weighted ``bow_weight``."""
     if name not in KERNEL_NAMES:
         raise StructPrefError(f"unknown kernel {name!r}; expected one of {', '.join(KERNEL_NAMES)}")
     structure, _, bow = name.partition("+")
-    parts = {"tree": lambda: TreeDocKernel(lam),
-             "forest": lambda: ForestDocKernel(lam, alpha, merit_ratio, n_threads),
+    if structure == "bow" and word_clusters:
+        raise StructPrefError("word_clusters add word-class nodes to trees: the bow kernel has none")
+    parts = {"tree": lambda: TreeDocKernel(lam, word_clusters=word_clusters),
+             "forest": lambda: ForestDocKernel(lam, alpha, merit_ratio, n_threads, word_clusters),
              "bow": lambda: BowDocKernel()}
     if not bow:
         return parts[structure]()

@@ -14,20 +14,22 @@ from spacy.util import registry
 
 
 @registry.misc("spacy_structpref.TreeDocKernel.v1")
-def make_tree_doc_kernel(lam: float = 0.4, spans_key: str = "constituents"):
-    """Subset-tree kernel (Collins & Duffy 2002) over each Doc's 1-best tree."""
+def make_tree_doc_kernel(lam: float = 0.4, spans_key: str = "constituents", word_clusters: int = 0):
+    """Subset-tree kernel (Collins & Duffy 2002) over each Doc's 1-best tree
+    (``word_clusters`` > 0: with word-class nodes of that many clusters of the static vectors)."""
     from .kernels import TreeDocKernel
 
-    return TreeDocKernel(lam, spans_key)
+    return TreeDocKernel(lam, spans_key, word_clusters)
 
 
 @registry.misc("spacy_structpref.ForestDocKernel.v1")
 def make_forest_doc_kernel(lam: float = 0.4, alpha: float = 1.0, merit_ratio: Optional[float] = None,
-                           n_threads: int = 2):
-    """Forest kernel (Zhang et al. 2010) over each Doc's packed forest, tempered by ``alpha``."""
+                           n_threads: int = 2, word_clusters: int = 0):
+    """Forest kernel (Zhang et al. 2010) over each Doc's packed forest, tempered by ``alpha``
+    (``word_clusters``: as the tree kernel's)."""
     from .kernels import ForestDocKernel
 
-    return ForestDocKernel(lam, alpha, merit_ratio, n_threads)
+    return ForestDocKernel(lam, alpha, merit_ratio, n_threads, word_clusters)
 
 
 @registry.misc("spacy_structpref.BowDocKernel.v1")
@@ -49,11 +51,11 @@ def make_sum_doc_kernel(*kernels: Any, weights: List[float]):
 
 @registry.misc("spacy_structpref.NamedDocKernel.v1")
 def make_named_doc_kernel(name: str = "tree", lam: float = 0.4, alpha: float = 1.0, bow_weight: float = 0.5,
-                          merit_ratio: Optional[float] = None, n_threads: int = 2):
+                          merit_ratio: Optional[float] = None, n_threads: int = 2, word_clusters: int = 0):
     """A Doc kernel by name: tree, forest, bow, tree+bow or forest+bow."""
     from .kernels import named_kernel
 
-    return named_kernel(name, lam, alpha, bow_weight, merit_ratio, n_threads)
+    return named_kernel(name, lam, alpha, bow_weight, merit_ratio, n_threads, word_clusters)
 
 
 def score_textcat(examples: Iterable[Example], **kwargs) -> Dict[str, Any]:

@@ -32,6 +32,7 @@ from spacy.training import Example, validate_examples
 from thinc.api import Model
 
 from ..errors import SavedModelError, StructPrefError
+from ..models.word_vectors import vectors_digest
 from ..parsing.settings import DEFAULT_SETTINGS, SHARED_SETTINGS, build_parser, grammar_from_trees, shared_settings
 from ..saving import Part
 from .base import StructPrefPipe
@@ -122,7 +123,7 @@ class ForestParser(StructPrefPipe, TrainablePipe):
         """The static vectors a span CRF reads, by SHA-256: a pipeline that
         swaps them, or sources the parser without them (``[initialize]
         vectors`` unset), is refused rather than parsing with other inputs."""
-        return {"vector table": _vectors_digest(nlp.vocab.vectors)} if self.reads_vectors else {}
+        return {"vector table": vectors_digest(nlp.vocab.vectors)} if self.reads_vectors else {}
 
     def identity(self) -> Optional[str]:
         """The SHA-256 of what the parser's output depends on, which the
@@ -164,7 +165,7 @@ class ForestParser(StructPrefPipe, TrainablePipe):
         from ..parsing.span_parser import SpanParser
 
         self._parser = SpanParser.from_trees(trees, self.model, vocab=self.vocab, **self._span_settings())
-        self.trained_on = {"vector table": _vectors_digest(self.vocab.vectors)} if self.reads_vectors else None
+        self.trained_on = {"vector table": vectors_digest(self.vocab.vectors)} if self.reads_vectors else None
         return self
 
     def _span_settings(self) -> dict:
@@ -324,12 +325,3 @@ def _saved_bytes(saved):
     if saved is not None and not isinstance(saved, bytes):
         raise SavedModelError(f"the saved span CRF model must be bytes, got {type(saved).__name__}")
     return saved
-
-
-def _vectors_digest(vectors) -> str:
-    """SHA-256 of a vectors table: its rows and which key reads which row."""
-    import numpy
-
-    digest = hashlib.sha256(numpy.ascontiguousarray(vectors.data, dtype="float32").tobytes())
-    digest.update(repr(sorted((int(key), int(row)) for key, row in vectors.key2row.items())).encode())
-    return digest.hexdigest()

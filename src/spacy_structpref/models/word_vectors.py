@@ -18,6 +18,7 @@ times or more take part. With ``#(w, c)`` these weighted counts,
 vectors are the rows of ``U_d · Σ_d^p`` for the d largest singular values of
 the PPMI matrix (p = ``eigenvalue_weight``, 0.5, §3.3), scaled to unit length.
 """
+import hashlib
 from collections import Counter
 from typing import Iterable, List, Sequence, Tuple
 
@@ -104,3 +105,11 @@ def train_word_vectors(sentences: Sequence[Sequence[str]], dim: int = 300, windo
     if not words:
         raise StructPrefError(f"no word occurs {min_count} times or more in the {len(sentences)} sentences given")
     return words, svd_vectors(ppmi(cooccurrences(sentences, words, window), smoothing), dim, eigenvalue_weight, seed)
+
+
+def vectors_digest(vectors) -> str:
+    """SHA-256 of a spaCy vectors table: its rows and which key reads which
+    row (what a model trained on the table depends on)."""
+    digest = hashlib.sha256(numpy.ascontiguousarray(vectors.data, dtype="float32").tobytes())
+    digest.update(repr(sorted((int(key), int(row)) for key, row in vectors.key2row.items())).encode())
+    return digest.hexdigest()
