@@ -16,7 +16,9 @@ from typing import List, Optional, Sequence
 from nltk.tree import Tree
 
 from ..errors import StructPrefError
+from .brackets import fold
 from .forest import Forest, ForestBuilder
+from .normalize import is_preterminal
 
 CLASS_PREFIX = "@"
 
@@ -36,23 +38,24 @@ def _checked(classes: Sequence[Optional[int]], n_words: int, what: str) -> list:
 def tree_with_word_classes(tree: Tree, classes: Sequence[Optional[int]]) -> Tree:
     """A copy of ``tree`` with ``(TAG (@c word))`` for each preterminal
     ``(TAG word)`` whose word (in leaf order) has class ``c`` in ``classes``
-    (None: no class, the preterminal kept)."""
-    classes = _checked(classes, len(tree.leaves()), "tree")
-    position = 0
+    (None: no class, the preterminal kept). Trees of any depth: no
+    recursion."""
+    classes = list(classes)
+    n_words = 0
 
-    def copy(node):
-        nonlocal position
-        if isinstance(node, str):
-            position += 1
+    def combine(node, kids):
+        nonlocal n_words
+        if kids is None:
+            n_words += 1
             return node
-        if len(node) == 1 and isinstance(node[0], str):
-            word_class = classes[position]
-            position += 1
-            word = node[0] if word_class is None else Tree(class_label(word_class), [node[0]])
-            return Tree(node.label(), [word])
-        return Tree(node.label(), [copy(child) for child in node])
+        # a preterminal's word is the leaf just counted
+        if is_preterminal(node) and n_words <= len(classes) and classes[n_words - 1] is not None:
+            kids = [Tree(class_label(classes[n_words - 1]), kids)]
+        return Tree(node.label(), kids)
 
-    return copy(tree)
+    out = fold(tree, combine)
+    _checked(classes, n_words, "tree")
+    return out
 
 
 def forest_words(forest: Forest) -> List[str]:
