@@ -5,6 +5,7 @@ import pytest
 import spacy
 from spacy.tokens import Doc
 from thinc.api import fix_random_seed
+from thinc.util import has_cupy_gpu
 
 from spacy_structpref.errors import StructPrefError
 from spacy_structpref.models.span_crf import (BiLSTM, SpanCRF, SpanCRFScores, _label_layers, _span_hidden,
@@ -231,3 +232,35 @@ def test_bilstm_forward_half_reads_the_past_backward_half_the_future():
     moved = np.abs(lstm.predict([changed])[0] - y) > 0
     assert not moved[:2, :2].any() and moved[2:, :2].all()
     assert not moved[3:, 2:].any() and moved[:3, 2:].all()
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not has_cupy_gpu, reason="needs cupy and a GPU")
+def test_on_a_gpu_scores_and_gradients_equal_the_cpus():
+    """The same weights on cupy give the CPU's span and tag scores and, for
+    the same output gradient, the same parameter gradients."""
+    cpu, docs = tiny_model(seed=5)
+    gpu, _ = tiny_model(seed=6)
+    gpu.from_bytes(cpu.to_bytes())  # not Model.copy(): it drops the references the forward pass reads
+    gpu.to_gpu(0)
+    rng = np.random.default_rng(6)
+    outputs = []
+    for model in (cpu, gpu):
+        out, backprop = model.begin_update(docs)
+        host = out.on_host(model.ops)
+        assert isinstance(host.spans, np.ndarray) and host.lengths.tolist() == [4, 2, 1]
+        outputs.append(host)
+    np.testing.assert_allclose(outputs[1].spans, outputs[0].spans, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(outputs[1].tags, outputs[0].tags, rtol=1e-4, atol=1e-5)
+    A = rng.normal(size=outputs[0].spans.shape).astype("f")
+    B = rng.normal(size=outputs[0].tags.shape).astype("f")
+    grads = []
+    for model in (cpu, gpu):
+        _, backprop = model.begin_update(docs)
+        backprop(SpanCRFScores(A, B, outputs[0].lengths))
+        grads.append({(node.id, name): model.ops.to_numpy(node.get_grad(name))
+                      for node in model.walk() for name in node.param_names if node.has_grad(name)})
+    ids = {a.id: b.id for a, b in zip(cpu.walk(), gpu.walk())}
+    assert len(grads[0]) == len(grads[1]) > 10
+    for (node_id, name), grad in grads[0].items():
+        np.testing.assert_allclose(grads[1][ids[node_id], name], grad, rtol=1e-3, atol=1e-4)

@@ -6,6 +6,7 @@ import itertools
 import numpy as np
 import pytest
 from thinc.api import Adam, fix_random_seed
+from thinc.util import has_cupy_gpu
 
 from spacy_structpref.corpora import ptb_trees
 from spacy_structpref.errors import SavedModelError, StructPrefError
@@ -242,3 +243,25 @@ def test_bad_input_is_refused(trained, short_trees):
     other = SpanParser.from_trees(short_trees[:3], SpanCRF(**SMALL))
     with pytest.raises(SavedModelError, match="new model"):
         other.from_bytes(parser.to_bytes())
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not has_cupy_gpu, reason="needs cupy and a GPU")
+def test_on_a_gpu_training_and_parsing_follow_the_cpu(short_trees):
+    """The same parser with its model on cupy: the same losses step by step
+    (the tree CRF runs on the host) and the same best-tree probabilities."""
+    fix_random_seed(0)
+    cpu = SpanParser.from_trees(short_trees, SpanCRF(**SMALL), batch_size=7)
+    model = SpanCRF(**SMALL)
+    SpanParser(model, cpu.labels, cpu.tags).model.initialize(X=cpu.docs([short_trees[0].leaves()]))
+    model.from_bytes(cpu.model.to_bytes())  # not Model.copy(): it drops the references the forward pass reads
+    model.to_gpu(0)
+    gpu = SpanParser(model, cpu.labels, cpu.tags, batch_size=7)
+    losses = {}
+    for name, parser in (("cpu", cpu), ("gpu", gpu)):
+        opt = Adam(5e-3)
+        losses[name] = [parser.update(short_trees[b:b + 5], opt) for b in range(0, 20, 5)]
+    np.testing.assert_allclose(losses["gpu"], losses["cpu"], rtol=1e-3)
+    sentences = [t.leaves() for t in short_trees[:6]]
+    best = [[r.log_prob for r in parser.parse_many(sentences, k=3)] for parser in (cpu, gpu)]
+    np.testing.assert_allclose(best[1], best[0], atol=1e-2)

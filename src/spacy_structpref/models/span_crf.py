@@ -3,10 +3,10 @@ constituency parser (Stern, Andreas & Klein 2017; Kitaev & Klein 2018;
 Zhang, Zhou & Li 2020).
 
 Tokens are embedded by a feature layer (by default hashed NORM, PREFIX,
-SUFFIX and SHAPE embeddings beside character embeddings, spaCy's
-``MultiHashEmbed`` and ``CharacterEmbed``; any spaCy ``tok2vec`` can take its
-place), framed by learned start and stop vectors and run through a BiLSTM
-(Thinc's ``LSTM``). With ``h→_t``/``h←_t`` the forward and backward halves of
+SUFFIX and SHAPE embeddings, spaCy's ``MultiHashEmbed``, beside character
+embeddings, :func:`.characters.CharacterFeatures`; any spaCy ``tok2vec`` can
+take its place), framed by learned start and stop vectors and run through a
+BiLSTM (:func:`BiLSTM`). With ``h→_t``/``h←_t`` the forward and backward halves of
 the top layer at position t (0 the start vector, n + 1 the stop vector), the
 fencepost between words k − 1 and k is ``f→_k = h→_k``, ``f←_k = h←_{k+1}``
 and a span ``[i, j)`` is the vector
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import List, Optional, Tuple
 
 import numpy
-from spacy.ml.models import CharacterEmbed, MultiHashEmbed
+from spacy.ml.models import MultiHashEmbed
 from spacy.tokens import Doc
 from spacy.util import registry
 from thinc.api import Dropout, LayerNorm, Linear, Model, Relu, chain, concatenate
@@ -38,6 +38,7 @@ from thinc.initializers import glorot_uniform_init
 from thinc.types import Floats2d, Ints1d
 
 from ..errors import StructPrefError
+from .characters import CharacterFeatures
 
 LEXICAL_ATTRS = ["NORM", "PREFIX", "SUFFIX", "SHAPE"]
 
@@ -46,8 +47,9 @@ LEXICAL_ATTRS = ["NORM", "PREFIX", "SUFFIX", "SHAPE"]
 class SpanCRFScores:
     """Scores of a batch of Docs: ``spans`` (Σ n(n+1)/2, labels − 1), the
     non-empty labels' scores of each Doc's spans in :func:`span_index` order,
-    Docs one after another; ``tags`` (Σ n, tags), tag logits; ``lengths``,
-    the Docs' lengths n."""
+    Docs one after another; ``tags`` (Σ n, tags), tag logits, both in the
+    model's array module (cupy on a GPU); ``lengths``, the Docs' lengths n,
+    a numpy array."""
 
     spans: Floats2d
     tags: Floats2d
@@ -61,6 +63,13 @@ class SpanCRFScores:
     def tag_offsets(self) -> numpy.ndarray:
         """Start of each Doc's rows in ``tags`` (one more entry: the total)."""
         return numpy.concatenate([[0], numpy.cumsum(numpy.asarray(self.lengths, dtype=numpy.int64))])
+
+    def on_host(self, ops) -> "SpanCRFScores":
+        """The scores as numpy arrays, where the tree CRF (compiled for the
+        CPU) reads them; the same object when they are already there."""
+        if isinstance(self.spans, numpy.ndarray) and isinstance(self.tags, numpy.ndarray):
+            return self
+        return SpanCRFScores(ops.to_numpy(self.spans), ops.to_numpy(self.tags), self.lengths)
 
 
 def span_index(n: int) -> Tuple[numpy.ndarray, numpy.ndarray]:
@@ -77,7 +86,7 @@ def SpanCRF(tok2vec: Optional[Model[List[Doc], List[Floats2d]]] = None, embed_wi
             include_static_vectors: bool = False) -> Model[List[Doc], SpanCRFScores]:
     """Span-CRF scorer. ``tok2vec``: the feature layer (null: hashed lexical
     embeddings of ``embed_width`` with ``embed_rows`` rows per attribute,
-    beside ``CharacterEmbed`` of ``char_width`` over the first and last
+    beside ``CharacterFeatures`` of ``char_width`` over the first and last
     ``char_count / 2`` characters in ``char_dim`` dimensions); ``lstm_width``:
     both directions together, ``lstm_depth`` layers; ``hidden_width``: the
     label MLP's hidden layer; ``dropout``: on the features, inside the LSTM
@@ -101,8 +110,7 @@ def SpanCRF(tok2vec: Optional[Model[List[Doc], List[Floats2d]]] = None, embed_wi
         tok2vec = concatenate(
             MultiHashEmbed(width=embed_width, attrs=LEXICAL_ATTRS, rows=[embed_rows] * len(LEXICAL_ATTRS),
                            include_static_vectors=include_static_vectors),
-            CharacterEmbed(width=char_width, rows=embed_rows, nM=char_dim, nC=char_count,
-                           include_static_vectors=False, feature="LOWER"))
+            CharacterFeatures(width=char_width, rows=embed_rows, nM=char_dim, nC=char_count))
     frame = Model("span_frame", _frame_forward, init=_frame_init, params={"B": None}, dims={"nI": None})
     encoder = chain(frame, BiLSTM(lstm_width // 2, depth=lstm_depth, dropout=dropout))
     labeller = _label_mlp(hidden_width, dropout)
@@ -139,7 +147,7 @@ def _init(model: Model, X: Optional[List[Doc]] = None, Y=None) -> Model:
 def _forward(model: Model, docs: List[Doc], is_train: bool):
     ops = model.ops
     tok2vec, encoder, labeller, tagger = (model.get_ref(x) for x in ("tok2vec", "encoder", "labeller", "tagger"))
-    lengths = ops.asarray1i([len(doc) for doc in docs])
+    lengths = numpy.asarray([len(doc) for doc in docs], dtype=numpy.int32)
     if not len(docs) or int(lengths.min()) < 1:
         raise StructPrefError("SpanCRF needs a non-empty batch of non-empty Docs")
     H, bp_tok2vec = tok2vec(docs, is_train)
@@ -202,15 +210,15 @@ def _span_hidden(relu: Model, E: List[Floats2d]):
     and returns one per Doc."""
     W, b = relu.get_param("W"), relu.get_param("b")
     xp = relu.ops.xp
+    index = [tuple(xp.asarray(x) for x in span_index(e.shape[0] - 2)) for e in E]
     half = E[0].shape[1] // 2
     W_fwd, W_bwd = W[:, :half], W[:, half:]
     # a_j - a_i cancels where the span is short: a in double precision keeps
     # the differences as exact as the products of differences were
     W64_fwd, W64_bwd = W_fwd.astype("float64").T, W_bwd.astype("float64").T
     rows = []
-    for e in E:
+    for e, (i, j) in zip(E, index):
         n = e.shape[0] - 2
-        i, j = span_index(n)
         a = e[:n + 1, :half].astype("float64") @ W64_fwd - e[1:, half:].astype("float64") @ W64_bwd
         rows.append((a[j] - a[i]).astype(e.dtype))
     Y = relu.ops.relu(xp.concatenate(rows) + b)
@@ -220,9 +228,8 @@ def _span_hidden(relu: Model, E: List[Floats2d]):
         relu.inc_grad("b", dY.sum(axis=0))
         dW = xp.zeros_like(W)
         out, start = [], 0
-        for e in E:
+        for e, (i, j) in zip(E, index):
             n = e.shape[0] - 2
-            i, j = span_index(n)
             m = (n + 1) * n // 2
             dense = xp.zeros((n + 1, n + 1, W.shape[0]), dtype=dY.dtype)
             dense[i, j] = dY[start:start + m]
@@ -299,8 +306,8 @@ def _bilstm_init(model: Model, X: Optional[List[Floats2d]] = None, Y=None) -> Mo
     return model
 
 
-def _sigmoid(x):
-    return 0.5 * (numpy.tanh(0.5 * x) + 1.0)
+def _sigmoid(xp, x):
+    return 0.5 * (xp.tanh(0.5 * x) + 1.0)
 
 
 def _bilstm_forward(model: Model, X: List[Floats2d], is_train: bool):
@@ -312,7 +319,8 @@ def _bilstm_forward(model: Model, X: List[Floats2d], is_train: bool):
     # time index of the reversed sequences: an involution within each length, padding left in place
     rev = numpy.where(t < lengths[None, :], lengths[None, :] - 1 - t, t)
     cols = numpy.arange(B)[None, :]
-    valid = (t < lengths[None, :])[:, :, None]
+    valid = xp.asarray((t < lengths[None, :])[:, :, None], dtype=X[0].dtype)
+    rev, cols = xp.asarray(rev), xp.asarray(cols)
     dtype = X[0].dtype  # float32 in the net; float64 inputs stay float64 (gradient checks)
     inp = xp.zeros((T, B, X[0].shape[1]), dtype=dtype)
     for b, x in enumerate(X):
@@ -332,7 +340,7 @@ def _bilstm_forward(model: Model, X: List[Floats2d], is_train: bool):
         for step in range(T):
             g = gates_x[:, step] + hidden[:, step] @ Wh
             a = acts[:, step]
-            a[..., :3 * nH] = _sigmoid(g[..., :3 * nH])
+            a[..., :3 * nH] = _sigmoid(xp, g[..., :3 * nH])
             a[..., 3 * nH:] = xp.tanh(g[..., 3 * nH:])
             cells[:, step + 1] = a[..., nH:2 * nH] * cells[:, step] + a[..., :nH] * a[..., 3 * nH:]
             hidden[:, step + 1] = a[..., 2 * nH:3 * nH] * xp.tanh(cells[:, step + 1])

@@ -133,6 +133,7 @@ class SpanParser:
         if not gold:
             raise StructPrefError("update needs at least one tree")
         scores, backprop = self.model.begin_update(self.docs([words for words, _, _ in gold]))
+        scores = scores.on_host(self.model.ops)
         d_spans = np.zeros(scores.spans.shape, dtype=np.float32)
         d_tags = np.zeros(scores.tags.shape, dtype=np.float32)
         span_at, tag_at = scores.span_offsets(), scores.tag_offsets()
@@ -184,11 +185,11 @@ class SpanParser:
         if long:
             logits = tag_logits(self.model, [docs[b] for b in long])
             for b, x in zip(long, logits):
-                out[b] = self._fallback(docs[b], x)
+                out[b] = self._fallback(docs[b], self.model.ops.to_numpy(x))
         todo = [b for b, doc in enumerate(docs) if out[b] is None]
         for start in range(0, len(todo), self.batch_size):
             batch = todo[start:start + self.batch_size]
-            scores = self.model.predict([docs[b] for b in batch])
+            scores = self.model.predict([docs[b] for b in batch]).on_host(self.model.ops)
             span_at, tag_at = scores.span_offsets(), scores.tag_offsets()
             for x, b in enumerate(batch):
                 words = [t.text for t in docs[b]]
