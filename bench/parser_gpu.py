@@ -42,7 +42,7 @@ def run(argv):
     return time.perf_counter() - start
 
 
-def one_device(gpu_id: int, args, out: Path, train_words: int):
+def one_device(gpu_id: int, args, out: Path, mean_length: float):
     vectors = ["--paths.vectors", str(args.vectors)] if args.vectors else [
         "--paths.vectors", "null", "--components.forest_parser.model.include_static_vectors", "false"]
     train_s = run(["spacy", "train", str(CONFIG), "--output", str(out), "--gpu-id", str(gpu_id),
@@ -53,8 +53,8 @@ def one_device(gpu_id: int, args, out: Path, train_words: int):
     parse_s = run(["spacy", "evaluate", str(out / "model-last"), str(args.eval or args.corpus / "dev.spacy"),
                    "--gpu-id", str(gpu_id), "--output", str(metrics), "--gold-preproc"])
     f1 = json.loads(metrics.read_text())["parseval_f_40"] * 100
-    # words seen: steps × batch of 16 sentences, at the train split's mean sentence length
-    return train_s, args.steps * 16 * train_words / args.train_sentences / train_s, f1, parse_s
+    # words seen: steps × batches of 16 sentences of the train split's mean length
+    return train_s, args.steps * 16 * mean_length / train_s, f1, parse_s
 
 
 def main():
@@ -66,12 +66,11 @@ def main():
     parser.add_argument("--vectors", type=Path, default=None)
     args = parser.parse_args()
     docs = list(DocBin().from_disk(args.corpus / "train.spacy").get_docs(spacy.blank("en").vocab))
-    args.train_sentences = len(docs)
-    train_words = sum(len(doc) for doc in docs)
+    mean_length = sum(len(doc) for doc in docs) / len(docs)
     rows = {}
     with tempfile.TemporaryDirectory() as tmp:
         for name, gpu_id in (("CPU", -1), ("GPU", args.gpu_id)):
-            rows[name] = one_device(gpu_id, args, Path(tmp) / name, train_words)
+            rows[name] = one_device(gpu_id, args, Path(tmp) / name, mean_length)
     for name, (train_s, wps, f1, parse_s) in rows.items():
         print(f"{name}: train {args.steps} steps {train_s:.0f} s ({wps:.0f} words/s), F1 <= 40 {f1:.2f}, "
               f"parse {parse_s:.1f} s")

@@ -47,7 +47,7 @@ def _embed_forward(model: Model, docs: List[Doc], is_train: bool):
     table = E.reshape(nC * nV, nM)
     Y = [table[r].reshape(r.shape[0], nC * nM) for r in rows]
 
-    def backprop(dY: List[Floats2d]) -> List[Doc]:
+    def backprop(dY: List[Floats2d]) -> list:
         dE = ops.alloc2f(nC * nV, nM)
         for r, dy in zip(rows, dY):
             ops.scatter_add(dE, ops.xp.ascontiguousarray(r.reshape(-1)),
