@@ -50,8 +50,8 @@ def _embed_forward(model: Model, docs: List[Doc], is_train: bool):
     def backprop(dY: List[Floats2d]) -> list:
         dE = ops.alloc2f(nC * nV, nM)
         for r, dy in zip(rows, dY):
-            ops.scatter_add(dE, ops.xp.ascontiguousarray(r.reshape(-1)),
-                            ops.xp.ascontiguousarray(dy.reshape(-1, nM), dtype="float32"))
+            # r is a fresh contiguous array; dy may be a view of a larger one
+            ops.scatter_add(dE, r.reshape(-1), ops.xp.ascontiguousarray(dy.reshape(-1, nM), dtype="float32"))
         model.inc_grad("E", dE.reshape(nC, nV, nM))
         return []
 

@@ -66,9 +66,7 @@ class SpanCRFScores:
 
     def on_host(self, ops) -> "SpanCRFScores":
         """The scores as numpy arrays, where the tree CRF (compiled for the
-        CPU) reads them; the same object when they are already there."""
-        if isinstance(self.spans, numpy.ndarray) and isinstance(self.tags, numpy.ndarray):
-            return self
+        CPU) reads them (``ops.to_numpy`` leaves numpy arrays as they are)."""
         return SpanCRFScores(ops.to_numpy(self.spans), ops.to_numpy(self.tags), self.lengths)
 
 
