@@ -11,6 +11,8 @@ from thinc.util import has_cupy_gpu
 from spacy_structpref.corpora import ptb_trees
 from spacy_structpref.errors import SavedModelError, StructPrefError
 from spacy_structpref.models.span_crf import SpanCRF
+from spacy_structpref.models.span_ensemble import SpanCRFEnsemble
+from spacy_structpref.parsing import span_chart
 from spacy_structpref.parsing.parser import TOO_LONG
 from spacy_structpref.parsing.span_parser import SpanParser, crf_loss, tag_loss
 from spacy_structpref.parsing.span_trees import SpanLabels, spans_to_tree, tree_to_spans
@@ -243,6 +245,55 @@ def test_bad_input_is_refused(trained, short_trees):
     other = SpanParser.from_trees(short_trees[:3], SpanCRF(**SMALL))
     with pytest.raises(SavedModelError, match="new model"):
         other.from_bytes(parser.to_bytes())
+
+
+@pytest.fixture(scope="module")
+def ensemble(trained, short_trees):
+    """The trained parser (weight 3) with an untrained-looking one of fewer
+    labels and tags (weight 1)."""
+    fix_random_seed(3)
+    other = SpanParser.from_trees(short_trees[:4], SpanCRF(**SMALL))
+    assert len(other.labels) < len(trained[0].labels) and len(other.tags) < len(trained[0].tags)
+    return SpanParser.ensemble([trained[0], other], [3.0, 1.0]), other
+
+
+def test_an_ensembles_chart_is_the_weighted_mean_of_its_members_charts_by_label(trained, ensemble, short_trees):
+    parser, _ = trained
+    ens, other = ensemble
+    assert ens.labels == parser.labels and ens.tags == parser.tags
+    for tree in short_trees[:4]:
+        words = tree.leaves()
+        charts = [p._chart(p.model.predict(p.docs([words])).spans, len(words)) for p in (parser, other)]
+        expected = charts[0].copy()
+        for c, label in enumerate(parser.labels.labels[1:], start=1):
+            if label in other.labels:
+                expected[:, :, c] = (3 * charts[0][:, :, c] + charts[1][:, :, other.labels.index(label)]) / 4
+        got = ens._chart(ens.model.predict(ens.docs([words])).spans, len(words))
+        i, j = np.triu_indices(len(words), 1, len(words) + 1)
+        np.testing.assert_allclose(got[i, j], expected[i, j], rtol=1e-5, atol=1e-5)
+        result = ens.parse(words, k=3, with_forest=False)
+        best = span_chart.kbest(expected, 3)
+        log_z = span_chart.log_partition(expected)
+        np.testing.assert_allclose([lp for lp, _ in result.nbest], [s - log_z for s, _ in best], atol=1e-3)
+
+
+def test_a_saved_ensemble_parses_as_before_and_is_not_trained(trained, ensemble, short_trees):
+    ens, _ = ensemble
+    fresh = SpanParser(SpanCRFEnsemble(SpanCRF(**SMALL), SpanCRF(**SMALL)), SpanLabels(["", "S"]), ["NN"])
+    fresh.from_bytes(ens.to_bytes())
+    for tree in short_trees[:4]:
+        a, b = (p.parse(tree.leaves(), k=3, with_forest=False) for p in (ens, fresh))
+        assert a.nbest == b.nbest
+    with pytest.raises(StructPrefError, match="not trained"):
+        ens.update(short_trees[:2])
+    with pytest.raises(StructPrefError, match="assembled from trained"):
+        SpanParser.from_trees(short_trees[:3], SpanCRFEnsemble(SpanCRF(**SMALL), SpanCRF(**SMALL)))
+    with pytest.raises(StructPrefError, match="at least two"):
+        SpanParser.ensemble([trained[0]])
+    with pytest.raises(StructPrefError, match="single SpanCRF"):
+        SpanParser.ensemble([trained[0], ens])
+    with pytest.raises(StructPrefError, match="trained span parsers"):
+        SpanParser.ensemble([trained[0], SpanParser(SpanCRF(**SMALL), trained[0].labels, trained[0].tags)])
 
 
 @pytest.mark.gpu

@@ -261,6 +261,7 @@ from . import scale_out  # noqa: E402,F401  (registers parse-corpus, jackknife-l
 from . import attachment  # noqa: E402,F401  (registers attachment-tables, attachment-pca, attachment-alternatives)
 from . import report  # noqa: E402,F401  (registers report: the results page)
 from . import package  # noqa: E402,F401  (registers select-parser, package-meta: the pipeline package)
+from . import ensemble  # noqa: E402,F401  (registers ensemble-span-parser)
 
 
 def main() -> None:

@@ -14,6 +14,7 @@ from thinc.api import Model
 
 from ..learners.registrations import perceptron_config
 from ..models import span_crf  # noqa: F401  (registers spacy_structpref.SpanCRF.v1)
+from ..models import span_ensemble  # noqa: F401  (registers spacy_structpref.SpanCRFEnsemble.v1)
 from ..models import tensor_features  # noqa: F401  (registers spacy_structpref.TensorFeatures.v1)
 from .forest_parser import DEFAULT_CONFIG as FOREST_PARSER_CONFIG
 from .pipeline import guard_pipeline

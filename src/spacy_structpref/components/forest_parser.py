@@ -17,6 +17,10 @@ registered architectures:
   its span labels and tags off the gold trees, ``update`` takes a gradient
   step on ``-log p(gold tree)`` plus the tagging head's cross-entropy. It runs
   through :class:`~spacy_structpref.parsing.span_parser.SpanParser`.
+- ``spacy_structpref.SpanCRFEnsemble.v1``: trained span CRFs whose scores
+  are averaged (``python -m spacy_structpref ensemble-span-parser``
+  assembles one, :meth:`ForestParser.use_span_parser` takes it); it parses
+  as the span CRF does and is not trained further.
 
 The component's own settings are those of its output and forest search,
 the same for both (``parsing.settings.SHARED_SETTINGS``). Heavy modules
@@ -41,8 +45,9 @@ from .base import StructPrefPipe
 FALLBACK_KEY = "forest_parser_fallback"
 
 PCFG_ARCH, SPAN_CRF_ARCH = "spacy_structpref.PCFG.v1", "spacy_structpref.SpanCRF.v1"
+ENSEMBLE_ARCH = "spacy_structpref.SpanCRFEnsemble.v1"
 # the Thinc model name each architecture builds
-ARCHITECTURES = {"pcfg": PCFG_ARCH, "span_crf": SPAN_CRF_ARCH}
+ARCHITECTURES = {"pcfg": PCFG_ARCH, "span_crf": SPAN_CRF_ARCH, "span_crf_ensemble": ENSEMBLE_ARCH}
 
 DEFAULT_CONFIG = {"model": {"@architectures": PCFG_ARCH}, **{key: DEFAULT_SETTINGS[key] for key in SHARED_SETTINGS},
                   "scorer": {"@scorers": "spacy_structpref.parseval_scorer.v1"}}
@@ -73,7 +78,7 @@ class ForestParser(StructPrefPipe, TrainablePipe):
     def __init__(self, vocab, model: Model, name: str = "forest_parser", *, scorer: Optional[Callable] = None,
                  **cfg):
         if not isinstance(model, Model) or model.name not in ARCHITECTURES:
-            raise StructPrefError(f"{name}: the model must be built by {PCFG_ARCH} or {SPAN_CRF_ARCH}, got "
+            raise StructPrefError(f"{name}: the model must be built by {', '.join(ARCHITECTURES.values())}, got "
                                   f"{getattr(model, 'name', type(model).__name__)!r}")
         self.vocab = vocab
         self.name = name
@@ -165,7 +170,29 @@ class ForestParser(StructPrefPipe, TrainablePipe):
         from ..parsing.span_parser import SpanParser
 
         self._parser = SpanParser.from_trees(trees, self.model, vocab=self.vocab, **self._span_settings())
+        self._record_vectors()
+        return self
+
+    def _record_vectors(self) -> None:
         self.trained_on = {"vector table": vectors_digest(self.vocab.vectors)} if self.reads_vectors else None
+
+    def use_span_parser(self, parser) -> "ForestParser":
+        """Parse with ``parser``, a trained
+        :class:`~..parsing.span_parser.SpanParser` (e.g. an ensemble from
+        ``SpanParser.ensemble``) whose model this component's architecture
+        builds; the component's own settings apply to it."""
+        from ..models.span_ensemble import is_trained
+        from ..parsing.span_parser import SpanParser
+
+        if not isinstance(parser, SpanParser) or ARCHITECTURES.get(parser.model.name) != self.cfg["model"]:
+            raise StructPrefError(f"{self.name} runs a {self.cfg['model']} model: it takes a span parser of that "
+                                  f"architecture, got {type(parser).__name__}"
+                                  f"{' of ' + parser.model.name if isinstance(parser, SpanParser) else ''}")
+        if not is_trained(parser.model):
+            raise StructPrefError(f"{self.name} takes a trained span parser")
+        self.model = parser.model
+        self._parser = SpanParser(parser.model, parser.labels, parser.tags, vocab=self.vocab, **self._span_settings())
+        self._record_vectors()
         return self
 
     def _span_settings(self) -> dict:

@@ -31,7 +31,8 @@ from spacy.vocab import Vocab
 from thinc.api import Model, Optimizer
 
 from ..errors import SavedModelError, StructPrefError, check_count
-from ..models.span_crf import SpanCRF, SpanCRFScores, span_index, tag_logits
+from ..models.span_crf import SpanCRF, SpanCRFScores, span_index
+from ..models.span_ensemble import ENSEMBLE, assemble, is_trained, tag_logits
 from ..models.weights import check_finite_weights, message_weights
 from ..saving import load_errors
 from ..trees.brackets import to_bracketed
@@ -107,6 +108,30 @@ class SpanParser:
         parser = cls(model if model is not None else SpanCRF(), SpanLabels.from_trees(trees), tags, **settings)
         parser.model.initialize(X=parser.docs([tree.leaves() for tree in trees[:64]]))
         return parser
+
+    @classmethod
+    def ensemble(cls, parsers: Sequence["SpanParser"], weights: Optional[Sequence[float]] = None) -> "SpanParser":
+        """A parser whose model is the ensemble of the trained ``parsers``'
+        models (:mod:`..models.span_ensemble`: span scores and tag
+        log-probabilities averaged with ``weights``), in the first parser's
+        labels, tags, vocabulary (the members read its static vectors) and
+        settings; a label or tag only other members know is left out. The
+        members are the parsers' models themselves, not copies."""
+        parsers = list(parsers)
+        if len(parsers) < 2:
+            raise StructPrefError(f"an ensemble needs at least two span parsers, got {len(parsers)}")
+        for p in parsers:
+            if not isinstance(p, SpanParser) or p.model.name == ENSEMBLE:
+                raise StructPrefError("an ensemble's members must be span parsers of single SpanCRF models, got "
+                                      f"{getattr(getattr(p, 'model', None), 'name', type(p).__name__)!r}")
+            if not is_trained(p.model):
+                raise StructPrefError("an ensemble's members must be trained span parsers")
+        first = parsers[0]
+        label_maps = [[p.labels.index(label) - 1 if label in p.labels else -1 for label in first.labels.labels[1:]] for p in parsers]
+        tag_maps = [[p._tag_index.get(tag, -1) for tag in first.tags] for p in parsers]
+        model = assemble([p.model for p in parsers], label_maps, tag_maps, weights)
+        return cls(model, first.labels, first.tags, vocab=first.vocab, threshold=first.threshold,
+                   max_length=first.max_length, batch_size=first.batch_size)
 
     def _set_dims(self) -> None:
         for dim, value in (("nO", len(self.labels)), ("nT", len(self.tags))):
@@ -232,7 +257,7 @@ class SpanParser:
             labels, tags = SpanLabels.from_dict(msg["labels"]), tuple(msg["tags"])
             settings = {key: msg[key] for key in ("threshold", "max_length", "batch_size")}
             vocab = self.vocab if self.vocab.lang == msg["lang"] else spacy.blank(msg["lang"]).vocab
-            initialized = self.model.get_ref("tagger").has_param("W")
+            initialized = is_trained(self.model)
             for dim, value in (("nO", len(labels)), ("nT", len(tags))):
                 if self.model.get_dim(dim) != value:
                     if initialized:
