@@ -127,7 +127,8 @@ class SpanParser:
             if not is_trained(p.model):
                 raise StructPrefError("an ensemble's members must be trained span parsers")
         first = parsers[0]
-        label_maps = [[p.labels.index(label) - 1 if label in p.labels else -1 for label in first.labels.labels[1:]] for p in parsers]
+        label_maps = [[p.labels.index(label) - 1 if label in p.labels else -1 for label in first.labels.labels[1:]]
+                      for p in parsers]
         tag_maps = [[p._tag_index.get(tag, -1) for tag in first.tags] for p in parsers]
         model = assemble([p.model for p in parsers], label_maps, tag_maps, weights)
         return cls(model, first.labels, first.tags, vocab=first.vocab, threshold=first.threshold,
