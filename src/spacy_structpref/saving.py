@@ -235,32 +235,47 @@ def _move_in(path: Path, tmp: Path) -> None:
 
 
 @contextmanager
-def atomic_directory(path, factory: str) -> Iterator[Path]:
-    """Yield a temporary directory to write into; on success its files, a
-    marker naming ``factory`` and their checksums, and whatever ``path``
-    already held that no save of ours wrote, replace ``path``. A ``path``
-    that is a file is refused (:class:`~.errors.SavedModelError`)."""
-    path = Path(os.path.realpath(path))  # a symbolic link: save where it points
+def replaced_directory(path) -> Iterator[Path]:
+    """Yield a path beside ``path``, not yet made, for a directory to be
+    written there (``nlp.to_disk``, ``shutil.copytree``); when the block
+    ends without error it replaces ``path`` whole (in one step where the
+    system can swap two paths), otherwise it is removed and ``path`` stays
+    as it was. A ``path`` that is a file is refused."""
+    path = Path(os.path.realpath(path))  # a symbolic link: write where it points
     if path.exists() and not path.is_dir():
-        raise SavedModelError(f"cannot save a {factory} to {path}: it is a file, not a directory; "
-                              "remove it or choose another path")
+        raise StructPrefError(f"cannot write a directory to {path}: it is a file; remove it or choose another path")
     path.parent.mkdir(parents=True, exist_ok=True)
     with _locked(path.parent) as locked:
         if locked:
             _clean_stale(path)
         tmp = _temp_path(path, "saving")
-        tmp.mkdir()  # os.mkdir's mode, so the umask decides the permissions (mkdtemp's are 0700)
         try:
             yield tmp
-            files = _checksums(tmp)
-            if path.is_dir():
-                _keep_foreign(path, tmp, set(files))
-            marker = json.dumps({"factory": factory, "files": files}, separators=(",", ":"), sort_keys=True)
-            (tmp / MARKER).write_text(marker, encoding="utf-8")
             _move_in(path, tmp)
         finally:
             if tmp.exists():
                 shutil.rmtree(tmp, ignore_errors=True)
+
+
+@contextmanager
+def atomic_directory(path, factory: str) -> Iterator[Path]:
+    """Yield a temporary directory to write into; on success its files, a
+    marker naming ``factory`` and their checksums, and whatever ``path``
+    already held that no save of ours wrote, replace ``path``
+    (:func:`replaced_directory`). A ``path`` that is a file is refused
+    (:class:`~.errors.SavedModelError`)."""
+    path = Path(os.path.realpath(path))  # a symbolic link: save where it points
+    if path.exists() and not path.is_dir():
+        raise SavedModelError(f"cannot save a {factory} to {path}: it is a file, not a directory; "
+                              "remove it or choose another path")
+    with replaced_directory(path) as tmp:
+        tmp.mkdir()  # os.mkdir's mode, so the umask decides the permissions (mkdtemp's are 0700)
+        yield tmp
+        files = _checksums(tmp)
+        if path.is_dir():
+            _keep_foreign(path, tmp, set(files))
+        marker = json.dumps({"factory": factory, "files": files}, separators=(",", ":"), sort_keys=True)
+        (tmp / MARKER).write_text(marker, encoding="utf-8")
 
 
 @contextmanager

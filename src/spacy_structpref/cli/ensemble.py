@@ -9,13 +9,13 @@ are kept, its span labels and tags are the ensemble's, and its
 model block under ``[components.forest_parser.model.*.member_M]``, so that
 ``spacy.load`` rebuilds it from the saved config.
 """
-import shutil
 from pathlib import Path
 from typing import List, Optional, Sequence
 
 import typer
 
 from ..errors import StructPrefError
+from ..saving import replaced_directory
 from .common import command, output_directory, parse_numbers
 
 
@@ -23,7 +23,8 @@ def ensemble_span_parser(models: Sequence[Path], output: Path, weights: Optional
                          name: str = "forest_parser", dev: Optional[Path] = None) -> Path:
     """Assemble the span-CRF ensemble of the pipelines ``models`` (the first
     the base) and save it to ``output`` (written beside it, then moved in
-    place: a failed run leaves ``output`` as it was). Its ``meta.json``
+    place, :func:`~..saving.replaced_directory`: a failed run leaves
+    ``output`` as it was). Its ``meta.json``
     names the members and weights; its ``performance`` is the ensemble's
     scores on the ``.spacy`` corpus ``dev`` (as ``spacy train`` records a
     model's dev scores, which ``select-parser`` compares), or absent: the
@@ -62,14 +63,8 @@ def ensemble_span_parser(models: Sequence[Path], output: Path, weights: Optional
                                    if key != "speed"}
     output = Path(output)
     output_directory(output.parent, "output's directory")
-    staging = output.with_name(output.name + ".partial")
-    shutil.rmtree(staging, ignore_errors=True)
-    try:
+    with replaced_directory(output) as staging:
         nlp.to_disk(staging)
-        shutil.rmtree(output, ignore_errors=True)
-        staging.rename(output)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
     return output
 
 

@@ -20,7 +20,7 @@ import typer
 
 from ..about import __title__, __version__
 from ..errors import StructPrefError
-from ..saving import atomic_file
+from ..saving import atomic_file, replaced_directory
 from .common import command
 
 # the dev score the parsers are compared by (what the parseval scorer reports)
@@ -53,12 +53,8 @@ def select_parser(models: Sequence[Path], output: Path, copy_to: Optional[Path] 
     best = max(candidates, key=lambda c: c["dev"][SELECT_BY])  # max keeps the first of equals
     result = {"selected": best["model"], "metric": SELECT_BY, "candidates": candidates}
     if copy_to is not None:
-        copy_to = Path(copy_to)
-        staging = copy_to.with_name(copy_to.name + ".partial")
-        shutil.rmtree(staging, ignore_errors=True)
-        shutil.copytree(best["model"], staging)
-        shutil.rmtree(copy_to, ignore_errors=True)
-        staging.rename(copy_to)
+        with replaced_directory(copy_to) as staging:
+            shutil.copytree(best["model"], staging)
         result["copied_to"] = str(copy_to)
     with atomic_file(output) as tmp:
         tmp.write_text(json.dumps(result, indent=2), encoding="utf8")

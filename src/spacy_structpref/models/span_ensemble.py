@@ -87,7 +87,7 @@ def _check_maps(members: Sequence[Model], maps, dim: str, offset: int) -> int:
 
 
 def _init(model: Model, X=None, Y=None) -> Model:
-    if model.attrs["label_maps"] is None or not all(_trained(m) for m in model.layers):
+    if model.attrs["label_maps"] is None or not is_trained(model):
         raise StructPrefError("a span CRF ensemble is assembled from trained span parsers (SpanParser.ensemble, "
                               "python -m spacy_structpref ensemble-span-parser), not initialized from data: "
                               "train its members")
