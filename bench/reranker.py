@@ -12,7 +12,10 @@ Table 3; Collins & Duffy 2002), end to end.
    perceptron (VP) with the subset-tree kernel, pairwise and setwise; with
    the composite kernel ``K_λ + b·log p·log p'`` (eq. 17), λ and b tuned on
    dev (setwise) from a small grid; the recursive network with the
-   ``a·log p + b`` input, setwise and pairwise; epochs chosen on dev. The
+   ``a·log p + b`` input, setwise and pairwise; the linear reranker over
+   hashed tree features with log p and the constituent count (Charniak &
+   Johnson 2005; its L2 penalty on dev), alone and as the mean of
+   ``--feature-members`` seeds; epochs chosen on dev. The
    forest kernel (Zhang et al. 2010) and its tempered form (α on dev) over
    each candidate's bracket-compatible sub-forest, beside the tree kernel on
    the same data: the first ``--forest-sentences`` train lists, the top
@@ -39,8 +42,8 @@ from thinc.api import Adam
 
 from spacy_structpref.corpora import ptb_trees
 from spacy_structpref.kernels import TreeBatch, dag_kernel_block, gram
-from spacy_structpref.learners import (CompositeKernel, ForestKernel, KernelPerceptron, RecursiveNetLearner, Schedule,
-                                       TreeKernel, fit)
+from spacy_structpref.learners import (CompositeKernel, EnsembleLearner, FeatureRanker, ForestKernel,
+                                       KernelPerceptron, RecursiveNetLearner, Schedule, TreeKernel, fit)
 from spacy_structpref.experiments.reranking_tables import evaluate_row, one_best_row, oracle_row, print_rows
 from spacy_structpref.reranking import (FORMAT_VERSION, fold_lists, jackknife_lists, load_items, parse_lists,
                                         parser_from_trees, save_items)
@@ -49,6 +52,8 @@ from spacy_structpref.trees import SymbolTable
 
 LAMBDAS, BS = (0.2, 0.3), (0.003, 0.01, 0.03)  # the composite kernel's dev grid
 ALPHAS = (0.5, 2.0)  # the tempered forest kernel's dev grid
+L2S = (0.001, 0.01)  # the feature ranker's dev grid
+SEED_STEP = 1000  # the feature rankers' seeds: 0, 1000, 2000, …
 
 
 def load() -> str:
@@ -160,6 +165,39 @@ def train_rnn(loss: str, train, dev, epochs: int, gap: float, a: float = 1.0):
 
 
 # ------------------------------------------------------------------ timings
+def train_features(train, dev, epochs: int, gap: float, l2: float, seed: int = 0):
+    """The feature ranker (Charniak & Johnson 2005) with penalty ``l2``, its
+    epochs chosen on dev."""
+    learner = FeatureRanker(l2=l2, seed=seed)
+    sets, gold = training_sets(learner, train, gap)
+    start = time.perf_counter()
+    sets = learner.prepare(sets)  # every list's features hashed once, counted in its training time
+    hashing = time.perf_counter() - start
+    secs, epoch, score = by_epochs(learner, Schedule(epochs=epochs, progress=False), sets, gold, dev,
+                                   f"features l2={l2} seed {seed}")
+    return learner, hashing + secs, epoch, score
+
+
+def feature_rows(args, train, dev, test, timings):
+    """The feature ranker with l2 chosen on dev, and the mean of
+    ``--feature-members`` of them trained alike from other seeds."""
+    grid = L2S[:1] if args.max_steps else L2S
+    runs = [train_features(train, dev, args.feature_epochs, args.gap, l2) for l2 in grid]
+    best = max(range(len(grid)), key=lambda i: runs[i][3])
+    l2, (learner, secs, epoch, _) = grid[best], runs[best]
+    print(f"feature ranker: l2 = {l2} (dev), {epoch} epoch(s)", flush=True)
+    rows = [tested("features (C&J), setwise", learner, test, timings,
+                   f"trained in {secs:.0f} s ({epoch} epoch(s), l2 = {l2})")]
+    if args.feature_members > 1:
+        others = [train_features(train, dev, args.feature_epochs, args.gap, l2, seed=i * SEED_STEP)
+                  for i in range(1, args.feature_members)]
+        ensemble = EnsembleLearner([learner] + [run[0] for run in others])
+        secs += sum(run[1] for run in others)
+        rows.append(tested(f"features (C&J) ×{args.feature_members} seeds", ensemble, test, timings,
+                           f"trained in {secs:.0f} s"))
+    return rows
+
+
 def dag_speedup(learner, items, n: int = 20):
     """Seconds to score ``n`` lists' candidates against the trained support
     of a composite-kernel perceptron, with its weights folded into the
@@ -241,6 +279,10 @@ def main():
     ap.add_argument("--n-jobs", type=int, default=os.cpu_count())
     ap.add_argument("--epochs", type=int, default=2, help="most VP epochs (the best on dev is kept)")
     ap.add_argument("--rnn-epochs", type=int, default=6, help="most RNN epochs (the best on dev is kept)")
+    ap.add_argument("--feature-epochs", type=int, default=6,
+                    help="most epochs of the feature ranker (the best on dev is kept)")
+    ap.add_argument("--feature-members", type=int, default=3,
+                    help="feature rankers (seeds) averaged in the ensemble row (1: no such row)")
     ap.add_argument("--b-grid", default=",".join(map(str, BS)),
                     help="the composite kernel's b values tried on dev (with λ in 0.2, 0.3); the product "
                          "log p·log p' scales with the parser's log-probabilities")
@@ -260,6 +302,7 @@ def main():
     args = ap.parse_args()
     if args.max_steps > 0:  # a smoke run: few folds, one epoch, no tuning
         args.folds, args.epochs, args.rnn_epochs = min(args.folds, args.max_steps), 1, 1
+        args.feature_epochs, args.feature_members = 1, min(args.feature_members, 2)
         args.forest_sentences = min(args.forest_sentences, args.max_steps)
     if (args.parser_model is None) != (args.fold_models is None):
         ap.error("--parser-model and --fold-models go together")
@@ -298,6 +341,7 @@ def main():
         learner, train_secs, n_epochs, _ = train_rnn(loss, train, dev, args.rnn_epochs, args.gap)
         rows.append(tested(f"RNN + log p, {loss}", learner, test, timings,
                            f"trained in {train_secs:.0f} s ({n_epochs} epoch(s))"))
+    rows.extend(feature_rows(args, train, dev, test, timings))
     if args.forest_sentences:
         rows.extend(forest_rows(args, lam, b, timings))
     rows.append(oracle_row(test))

@@ -147,3 +147,18 @@ def test_a_doc_without_a_kbest_list_is_refused(trained):
     nlp, _ = trained
     with pytest.raises(StructPrefError, match="forest_parser must run before"):
         nlp.get_pipe("parse_reranker")(Doc(nlp.vocab, words=["It", "rained", "."]))
+
+
+def test_the_feature_ranker_trains_in_the_pipeline_and_round_trips(tmp_path):
+    nlp = pipeline(learner={"@misc": "spacy_structpref.FeatureRanker.v1", "hash_bits": 16})
+    train = examples(nlp, short("train", 40))
+    nlp.initialize(lambda: train)
+    losses = {}
+    nlp.update(train, losses=losses)
+    assert losses["parse_reranker"] > 0
+    docs = [Doc(nlp.vocab, words=t.leaves()) for t in short("test", 6)]
+    before = outputs(nlp, docs)
+    nlp.to_disk(tmp_path / "model")
+    for (i, s, spans), (j, t, spans2) in zip(before, outputs(spacy.load(tmp_path / "model"), docs)):
+        assert i == j and spans == spans2
+        np.testing.assert_allclose(s, t, rtol=1e-9)

@@ -382,8 +382,8 @@ def test_learner_checks_its_kernel():
 def test_registered_learners_load_cheaply():
     ours = {ep.name: ep for ep in entry_points(group="spacy_misc") if ep.value.startswith("spacy_structpref")}
     assert sorted(ours) == sorted(f"spacy_structpref.{name}.v1" for name in (
-        "CompositeKernel", "EnsembleLearner", "FootClasses", "ForestKernel", "KernelPerceptron", "LinearKernel",
-        "RecursiveNetLearner", "Schedule", "SpecialisedLearner", "TreeKernel",
+        "CompositeKernel", "EnsembleLearner", "FeatureRanker", "FootClasses", "ForestKernel", "KernelPerceptron",
+        "LinearKernel", "RecursiveNetLearner", "Schedule", "SpecialisedLearner", "TreeKernel",
         # kernel_textcat's kernels over Docs
         "BowDocKernel", "ForestDocKernel", "NamedDocKernel", "SumDocKernel", "TreeDocKernel"))
     for name, ep in ours.items():

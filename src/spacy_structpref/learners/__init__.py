@@ -1,5 +1,6 @@
 """Preference learning (Menchetti et al. 2005, §5): learner kernels, the kernel
-voted perceptron and the recursive neural network over preference sets, one
+voted perceptron, the recursive neural network and the linear feature ranker
+(Charniak & Johnson 2005) over preference sets, one
 learner per class of sets (specialisation), ensembles of learners, the one
 training loop (``fit``) and the ``L_r`` metric.
 
@@ -9,7 +10,8 @@ pull in the compiled kernels."""
 from ..lazy import lazy_names
 
 _MODULES = {
-    "CompositeKernel": "kernels", "EnsembleLearner": "ensemble", "ForestKernel": "kernels",
+    "CompositeKernel": "kernels", "EnsembleLearner": "ensemble", "FeatureRanker": "features",
+    "ForestKernel": "kernels",
     "KernelPerceptron": "perceptron", "Learner": "base", "LinearKernel": "kernels",
     "PreferenceLearner": "base", "RecursiveNetLearner": "recursive", "Schedule": "training",
     "ScoredTrees": "kernels", "SpecialisedLearner": "specialised", "TrainingLog": "base", "TreeKernel": "kernels",

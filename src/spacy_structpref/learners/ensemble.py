@@ -51,6 +51,16 @@ class EnsembleLearner(PreferenceLearner):
         return kernels[0] if all(k is kernels[0] for k in kernels) else None
 
     @property
+    def log_p_input(self) -> bool:
+        """Whether the members read each candidate's log probability (every one must)."""
+        return all(getattr(m, "log_p_input", False) for m in self.members)
+
+    @property
+    def reads_brackets(self) -> bool:
+        """Whether the members read the candidate trees themselves (every one must)."""
+        return all(getattr(m, "reads_brackets", False) for m in self.members)
+
+    @property
     def steps_by_itself(self) -> bool:
         return all(m.steps_by_itself for m in self.members)
 

@@ -20,6 +20,7 @@ from .base import LearnerKernel, PreferenceLearner
 
 if TYPE_CHECKING:
     from .ensemble import EnsembleLearner
+    from .features import FeatureRanker
     from .kernels import CompositeKernel, ForestKernel, LinearKernel, TreeKernel
     from .perceptron import KernelPerceptron
     from .recursive import RecursiveNetLearner
@@ -88,6 +89,18 @@ def make_recursive_net_learner(width: int = 25, max_children: int = 15, loss: st
 
     return RecursiveNetLearner(width, max_children, loss=loss, seed=seed, log_p_input=log_p_input,
                                log_p_a=log_p_a, log_p_b=log_p_b, min_word_sets=min_word_sets, batched=batched)
+
+
+@registry.misc("spacy_structpref.FeatureRanker.v1")
+def make_feature_ranker(hash_bits: int = 20, learn_rate: float = 0.1, l2: float = 0.0001, log_p_weight: float = 1.0,
+                        seed: int = 0) -> "FeatureRanker":
+    """The linear reranker over hashed tree features (Charniak & Johnson 2005)
+    with the parser's log p and the constituent count: ``2^hash_bits``
+    weights, AdaGrad's ``learn_rate``, the ``l2`` penalty, a's start
+    ``log_p_weight``."""
+    from .features import FeatureRanker
+
+    return FeatureRanker(hash_bits, learn_rate, l2, log_p_weight, seed)
 
 
 @registry.misc("spacy_structpref.Schedule.v1")

@@ -7,8 +7,9 @@ What a set holds depends on the learner: the candidates hash-consed into a
 recursive network, with the parser's log probabilities
 (:class:`~spacy_structpref.learners.ScoredTrees`) for the composite kernel
 (Menchetti et al. 2005, eq. 17) and the network's ``a·log p + b`` input
-(§6.3.2), and for the forest kernel each candidate's bracket-compatible
-sub-forest of the sentence's forest (:mod:`.forest_kernel`). Sets are
+(§6.3.2), for the forest kernel each candidate's bracket-compatible
+sub-forest of the sentence's forest (:mod:`.forest_kernel`), and for the
+feature ranker (Charniak & Johnson 2005) the bracketed trees themselves. Sets are
 built when a learner asks for them
 (:class:`RerankSets`), so a training split of thousands of lists is never
 held as trees at once.
@@ -47,6 +48,12 @@ def takes_forest(learner) -> bool:
     return isinstance(_base_kernel(learner), ForestKernel)
 
 
+def reads_brackets(learner) -> bool:
+    """Whether the learner reads each candidate tree itself (its own
+    features) rather than a hash-consed DAG of the list."""
+    return bool(getattr(learner, "reads_brackets", False))
+
+
 def learner_symbols(learner) -> SymbolTable:
     """The table a learner's sets are built with: a kernel's own (support and
     candidates must share production ids); a fresh one for the network,
@@ -63,6 +70,10 @@ def candidate_set(learner, candidates: Sequence[str], log_probs: Sequence[float]
 
     if len(candidates) != len(log_probs):
         raise StructPrefError(f"{len(candidates)} candidates with {len(log_probs)} log probabilities")
+    if reads_brackets(learner):
+        from ..learners.kernels import ScoredTrees
+
+        return ScoredTrees(list(candidates), log_probs)
     symbols = learner_symbols(learner)
     if takes_forest(learner):
         from .forest_kernel import candidate_subforest
