@@ -214,6 +214,20 @@ class PreferenceLearner(SavedParts, Learner):
     def utilities(self, candidates: Sequence) -> np.ndarray:
         """U(x) of every candidate of one set."""
 
+    def _reset(self) -> None:
+        """Forget what training learned (for :meth:`_restart`)."""
+        raise NotImplementedError(f"a {type(self).__name__} does not start afresh by resetting")
+
+    def _restart(self, sets: Optional[Sequence[Sequence]], gold: Optional[Sequence[Optional[int]]],
+                 keys: Optional[Sequence[Hashable]]) -> None:
+        """``initialize`` of a learner that fixes nothing before training:
+        the sets, with gold, are only checked, then it resets."""
+        check_no_keys(self, keys)
+        if sets is not None and gold is not None:
+            teaching_sets(sets, gold)
+        self._reset()
+        self.log = TrainingLog()
+
     def predict(self, sets: Sequence[Sequence]) -> List[Optional[int]]:
         """Index of the highest-utility candidate of each set (None: empty set)."""
         return [int(np.argmax(u)) if len(u) else None for u in map(self.utilities, sets)]

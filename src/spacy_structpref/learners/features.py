@@ -18,7 +18,7 @@ set's features once for all epochs.
 """
 import zlib
 from dataclasses import dataclass
-from typing import Dict, Hashable, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 from nltk.tree import Tree
@@ -121,12 +121,8 @@ class FeatureRanker(PreferenceLearner):
 
     # -- training -------------------------------------------------------------
     def initialize(self, sets=None, gold=None, keys=None) -> "FeatureRanker":
-        """Start afresh: zero weights, a = ``log_p_weight``."""
-        check_no_keys(self, keys)
-        if sets is not None and gold is not None:
-            teaching_sets(sets, gold)
-        self._reset()
-        self.log = TrainingLog()
+        """Start afresh: zero weights, a = ``log_p_weight`` (the sets, with gold, are only checked)."""
+        self._restart(sets, gold, keys)
         return self
 
     def update(self, sets, gold, keys=None, *, ids=None, sgd=None,

@@ -140,11 +140,7 @@ class KernelPerceptron(PreferenceLearner):
                    keys: Optional[Sequence[Hashable]] = None) -> "KernelPerceptron":
         """Start afresh (no support). A perceptron fixes nothing before
         training: the sets, with gold, are only checked."""
-        check_no_keys(self, keys)
-        if sets is not None and gold is not None:
-            teaching_sets(sets, gold)
-        self._reset()
-        self.log = TrainingLog()
+        self._restart(sets, gold, keys)
         return self
 
     def update(self, sets: Sequence[Sequence], gold: Sequence[Optional[int]],
