@@ -146,6 +146,9 @@ def test_bad_candidates_are_refused():
         ranker.utilities(scored(log_p=(-1.0, float("-inf"), -2.0)))
     with pytest.raises(StructPrefError, match="trees"):
         ranker.utilities(ScoredTrees([1, 2], [-1.0, -2.0]))
+    with pytest.raises(StructPrefError, match="pairs"):
+        ranker.utilities(CANDIDATES)  # trees without their log probabilities
+    assert np.allclose(ranker.utilities(list(zip(CANDIDATES, [-1.0, -2.0, -2.5]))), [-1.0, -2.0, -2.5])
 
 
 def test_registered():

@@ -100,6 +100,9 @@ class FeatureRanker(PreferenceLearner):
         trees = getattr(candidates, "trees", None)
         if trees is None:
             pairs = list(candidates)
+            if not all(isinstance(pair, tuple) and len(pair) == 2 for pair in pairs):
+                raise StructPrefError("a feature ranker's candidates are (tree, log p) pairs or ScoredTrees (the "
+                                      "trees with the parser's log probabilities)")
             trees, log_p = [t for t, _ in pairs], [lp for _, lp in pairs]
         else:
             log_p = candidates.log_p
