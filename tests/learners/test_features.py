@@ -133,7 +133,7 @@ def test_an_ensemble_of_rankers_reads_bracketed_candidates():
                        np.mean([m.utilities(candidates) for m in ensemble.members], axis=0))
 
 
-@pytest.mark.parametrize("kwargs", [{"hash_bits": 4}, {"hash_bits": 30}, {"learn_rate": 0.0}, {"l2": -1.0},
+@pytest.mark.parametrize("kwargs", [{"hash_bits": 4}, {"hash_bits": 25}, {"learn_rate": 0.0}, {"l2": -1.0},
                                     {"log_p_weight": float("inf")}, {"seed": -1}])
 def test_bad_settings_are_refused(kwargs):
     with pytest.raises(StructPrefError):

@@ -56,8 +56,9 @@ def hashed(features: Sequence[str], hash_bits: int) -> np.ndarray:
 
 
 class FeatureRanker(PreferenceLearner):
-    """The linear feature reranker (see the module). ``hash_bits``: the
-    weight vector's size is ``2^hash_bits``; ``learn_rate``: AdaGrad's step;
+    """The linear feature reranker (see the module). ``hash_bits`` (8 to
+    24): the weight vector's size is ``2^hash_bits`` (training keeps three
+    float64 arrays of that size); ``learn_rate``: AdaGrad's step;
     ``l2``: the penalty on w (applied to the features a step touches);
     ``log_p_weight``: a's starting value (learned with the rest)."""
 
@@ -67,7 +68,7 @@ class FeatureRanker(PreferenceLearner):
 
     def __init__(self, hash_bits: int = 20, learn_rate: float = 0.1, l2: float = 1e-4, log_p_weight: float = 1.0,
                  seed: int = 0):
-        self.hash_bits = check_count("hash_bits", hash_bits, 8, 26)
+        self.hash_bits = check_count("hash_bits", hash_bits, 8, 24)
         self.learn_rate = check_number("learn_rate", learn_rate, 0.0, above=True)
         self.l2 = check_number("l2", l2, 0.0)
         self.log_p_weight = check_number("log_p_weight", log_p_weight)

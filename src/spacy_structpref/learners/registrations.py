@@ -96,8 +96,8 @@ def make_feature_ranker(hash_bits: int = 20, learn_rate: float = 0.1, l2: float 
                         seed: int = 0) -> "FeatureRanker":
     """The linear reranker over hashed tree features (Charniak & Johnson 2005)
     with the parser's log p and the constituent count: ``2^hash_bits``
-    weights, AdaGrad's ``learn_rate``, the ``l2`` penalty, a's start
-    ``log_p_weight``."""
+    weights (8 to 24 bits), AdaGrad's ``learn_rate``, the ``l2`` penalty,
+    a's start ``log_p_weight``."""
     from .features import FeatureRanker
 
     return FeatureRanker(hash_bits, learn_rate, l2, log_p_weight, seed)
