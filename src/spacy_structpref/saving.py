@@ -235,15 +235,17 @@ def _move_in(path: Path, tmp: Path) -> None:
 
 
 @contextmanager
-def replaced_directory(path) -> Iterator[Path]:
+def replaced_directory(path, what: str = "a directory", error: type = StructPrefError) -> Iterator[Path]:
     """Yield a path beside ``path``, not yet made, for a directory to be
     written there (``nlp.to_disk``, ``shutil.copytree``); when the block
     ends without error it replaces ``path`` whole (in one step where the
     system can swap two paths), otherwise it is removed and ``path`` stays
-    as it was. A ``path`` that is a file is refused."""
+    as it was. A ``path`` that is a file is refused with ``error``, naming
+    ``what`` was to be written."""
     path = Path(os.path.realpath(path))  # a symbolic link: write where it points
     if path.exists() and not path.is_dir():
-        raise StructPrefError(f"cannot write a directory to {path}: it is a file; remove it or choose another path")
+        raise error(f"cannot write {what} to {path}: it is a file, not a directory; remove it or choose "
+                    "another path")
     path.parent.mkdir(parents=True, exist_ok=True)
     with _locked(path.parent) as locked:
         if locked:
@@ -265,10 +267,7 @@ def atomic_directory(path, factory: str) -> Iterator[Path]:
     (:func:`replaced_directory`). A ``path`` that is a file is refused
     (:class:`~.errors.SavedModelError`)."""
     path = Path(os.path.realpath(path))  # a symbolic link: save where it points
-    if path.exists() and not path.is_dir():
-        raise SavedModelError(f"cannot save a {factory} to {path}: it is a file, not a directory; "
-                              "remove it or choose another path")
-    with replaced_directory(path) as tmp:
+    with replaced_directory(path, f"a {factory}", SavedModelError) as tmp:
         tmp.mkdir()  # os.mkdir's mode, so the umask decides the permissions (mkdtemp's are 0700)
         yield tmp
         files = _checksums(tmp)
