@@ -156,3 +156,18 @@ def test_registered():
     ranker = make(hash_bits=10, learn_rate=0.2, l2=0.001, log_p_weight=0.5, seed=3)
     assert ranker.settings() == {"hash_bits": 10, "learn_rate": 0.2, "l2": 0.001, "log_p_weight": 0.5}
     assert ranker.seed == 3 and ranker.clone(seed=4).seed == 4
+
+
+def test_sets_coming_again_under_their_ids_are_read_once():
+    sets, gold = [scored(), scored(log_p=(-3.0, -1.0, -0.5))], [1, 2]
+    plain, cached = FeatureRanker(hash_bits=12), FeatureRanker(hash_bits=12)
+    reads = []
+    read = cached.feature_set
+    cached.feature_set = lambda candidates: reads.append(1) or read(candidates)
+    for _ in range(3):
+        plain.update(sets, gold)
+        cached.update(sets, gold, ids=["a", "b"])
+    assert len(reads) == 2
+    assert np.array_equal(plain.w, cached.w) and np.array_equal(plain.ac, cached.ac)
+    with pytest.raises(StructPrefError, match="set ids"):
+        cached.update(sets, gold, ids=["a"])

@@ -18,7 +18,7 @@ set's features once for all epochs.
 """
 import zlib
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, Hashable, List, Optional, Sequence
 
 import numpy as np
 from nltk.tree import Tree
@@ -51,7 +51,7 @@ def hashed(features: Sequence[str], hash_bits: int) -> np.ndarray:
     """Feature strings as ids below ``2^hash_bits`` (CRC-32: the same ids in
     every process and release, unlike Python's salted ``hash``)."""
     mask = (1 << hash_bits) - 1
-    return np.fromiter((zlib.crc32(f.encode("utf8")) & mask for f in features), dtype=np.int64,
+    return np.fromiter((zlib.crc32(f.encode("utf8")) & mask for f in features), dtype=np.int32,
                        count=len(features))
 
 
@@ -83,6 +83,7 @@ class FeatureRanker(PreferenceLearner):
         self._w_steps, self._ac_steps = np.zeros(size), np.zeros(2)  # Σ t·Δ (the averages' correction)
         self.n_steps = 0
         self._averaged = None
+        self._by_id: Dict[Hashable, FeatureSet] = {}  # update's sets by their ids: hashed once for all epochs
 
     def clone(self, seed: Optional[int] = None) -> "FeatureRanker":
         return FeatureRanker(self.hash_bits, self.learn_rate, self.l2, self.log_p_weight,
@@ -132,13 +133,24 @@ class FeatureRanker(PreferenceLearner):
     def update(self, sets, gold, keys=None, *, ids=None, sgd=None,
                losses: Optional[Dict[str, float]] = None) -> Dict[str, float]:
         """One AdaGrad step per set that can teach, in the order given;
-        ``losses["features"]`` adds their negative log-likelihoods. ``sgd`` and
-        ``ids`` are taken so that every learner updates alike."""
+        ``losses["features"]`` adds their negative log-likelihoods. ``ids``:
+        each set's identity across calls (a pipeline's sentence): a set that
+        comes again under its id is not read again (its hashed features are
+        kept while the ranker lives, not saved). ``sgd`` is taken so that
+        every learner updates alike."""
         check_no_keys(self, keys)
         sets, gold, order = teaching_sets(sets, gold)
+        if ids is not None and len(ids) != len(sets):
+            raise StructPrefError(f"{len(sets)} preference sets but {len(ids)} set ids")
         total = 0.0
         for i in order:
-            total += self._step(self.feature_set(sets[i]), gold[i])
+            if ids is None:
+                fs = self.feature_set(sets[i])
+            else:
+                fs = self._by_id.get(ids[i])
+                if fs is None:
+                    fs = self._by_id[ids[i]] = self.feature_set(sets[i])
+            total += self._step(fs, gold[i])
         losses = {} if losses is None else losses
         losses["features"] = losses.get("features", 0.0) + total
         return losses
