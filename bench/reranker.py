@@ -170,12 +170,8 @@ def train_features(train, dev, epochs: int, gap: float, l2: float, seed: int = 0
     epochs chosen on dev."""
     learner = FeatureRanker(l2=l2, seed=seed)
     sets, gold = training_sets(learner, train, gap)
-    start = time.perf_counter()
-    sets = learner.prepare(sets)  # every list's features hashed once, counted in its training time
-    hashing = time.perf_counter() - start
-    secs, epoch, score = by_epochs(learner, Schedule(epochs=epochs, progress=False), sets, gold, dev,
-                                   f"features l2={l2} seed {seed}")
-    return learner, hashing + secs, epoch, score
+    return (learner, *by_epochs(learner, Schedule(epochs=epochs, progress=False), sets, gold, dev,
+                                f"features l2={l2} seed {seed}"))
 
 
 def feature_rows(args, train, dev, test, timings):

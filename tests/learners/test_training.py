@@ -3,6 +3,7 @@ a loop written out by hand, early stopping on a validation function against
 a learner trained for the best epoch's number of epochs, refused settings,
 and learner configs whose inert keys are errors."""
 import random
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -76,6 +77,19 @@ def test_fit_makes_the_update_calls_of_the_loop_by_hand(gold, epochs, batch_size
     assert len({id(x) for x in id_of.values()}) == len(id_of)
     assert learner.initialized_on == gold and learner.finished == 1
     assert learner.log.losses == [1.0] * epochs if teaching else learner.log.losses == [0.0] * epochs
+
+
+class SlowPreparer(Recorder):
+    """A recorder whose preparation of the sets takes a known time."""
+
+    def prepare(self, sets):
+        time.sleep(0.2)
+        return sets
+
+
+def test_training_seconds_include_the_preparation_of_the_sets():
+    learner = fit(SlowPreparer(), [["a", "b"], ["c", "d"]], [0, 1], schedule=Schedule(epochs=2, optimizer=Adam(0.01)))
+    assert learner.log.seconds[0] >= 0.2 and learner.log.seconds[1] >= learner.log.seconds[0]
 
 
 def test_a_validation_function_keeps_the_best_epoch_and_patience_stops():

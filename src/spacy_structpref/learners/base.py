@@ -105,7 +105,8 @@ class LearnerKernel(Protocol):
 class TrainingLog:
     """What :func:`.training.fit` recorded for one learner, an entry per
     epoch: the mean loss per training set, the validation error, the
-    training seconds so far (validation excluded); ``best_epoch`` (1-based),
+    training seconds so far (the sets' preparation included, validation
+    excluded); ``best_epoch`` (1-based),
     when it chose on validation sets."""
 
     losses: List[float] = field(default_factory=list)

@@ -105,11 +105,13 @@ def _fit(learner, sets, gold, keys, schedule: Schedule, validation) -> None:
 
 
 def _fit_one(learner, sets, gold, schedule: Schedule, validation) -> None:
+    started = time.perf_counter()
     sets, gold, order = teaching_sets(sets, gold)
     # each set prepared once for every epoch, and for initialize (sets built on access are built once)
     sets = learner.prepare(sets)
     if not learner.initialized:
         learner.initialize(sets, gold)
+    preparing = time.perf_counter() - started
     # the sets that can teach, each with an identity of its own
     sets, gold = Subsequence(sets, order), [gold[i] for i in order]
     ids = [object() for _ in gold]
@@ -121,7 +123,8 @@ def _fit_one(learner, sets, gold, schedule: Schedule, validation) -> None:
         return learner.use_params(averages) if averages else nullcontext()
 
     rng = random.Random(learner.seed)
-    order, log, seconds = list(range(len(gold))), learner.log, 0.0
+    # the first epoch's seconds include the preparation, which is part of the training's cost
+    order, log, seconds = list(range(len(gold))), learner.log, preparing
     best, best_epoch, kept, since = float("inf"), 0, None, 0
     from ..progress import progress_bar
 
