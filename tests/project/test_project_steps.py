@@ -57,8 +57,14 @@ def test_key_figures(tmp_path, nlp):
     tagger.write_text(json.dumps({"tag_acc": 0.96129, "speed": 1000.0}))
     assert key_figure(tagger) == "TAG 96.13"
     textcat = tmp_path / "textcat.json"
-    textcat.write_text(json.dumps({"parseval_f": 0.0, "cats_accuracy": 0.914, "cats_macro_f": 0.8812, "speed": 9.0}))
-    assert key_figure(textcat) == "CATS ACC 91.40, CATS MACRO F 88.12"
+    textcat.write_text(json.dumps({"parseval_f": 0.0, "cats_accuracy": 0.914, "cats_macro_f": 0.8812,
+                                   "cats_held_out_acc": 0.8732, "speed": 9.0}))
+    assert key_figure(textcat) == "CATS ACC 91.40, CATS MACRO F 88.12"  # spacy evaluate's: the test figures
+    classifier = tmp_path / "kernel_textcat"
+    classifier.mkdir()
+    (classifier / "meta.json").write_text(json.dumps({"performance": {"cats_accuracy": 1.0, "cats_macro_f": 1.0,
+                                                                      "cats_held_out_acc": 0.8732}}))
+    assert key_figure(classifier) == "dev CATS HELD-OUT ACC 87.32"
     model = tmp_path / "model-best"
     model.mkdir()
     (model / "meta.json").write_text(json.dumps({"performance": {"parseval_f": 0.75, "parseval_f_40": 0.7612,

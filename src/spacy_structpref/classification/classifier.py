@@ -45,6 +45,12 @@ class KernelClassifier:
     def is_trained(self) -> bool:
         return self.model is not None
 
+    @property
+    def held_out_accuracy(self) -> Optional[float]:
+        """The accuracy of the chosen C on the held-out Docs, measured before
+        the SVMs were refit on all of them (None when no C was chosen)."""
+        return self.dev_scores.get(self.C) if self.C is not None else None
+
     # ------------------------------------------------------------ training
     def fit(self, docs, gold: Sequence[str], labels: Optional[Sequence[str]] = None,
             progress: bool = True) -> "KernelClassifier":

@@ -14,6 +14,7 @@ SCORE_NAMES = {
     "parse_too_long": "PARSE TOO LONG",
     "attach_fallbacks": "ATTACH FALLBACKS",
     "cats_accuracy": "CATS ACC",
+    "cats_held_out_acc": "CATS HELD-OUT ACC",
     "cats_macro_f": "CATS MACRO F",
     "attach_too_long": "ATTACH TOO LONG",
     "effective_rank": "EFFECTIVE RANK",
