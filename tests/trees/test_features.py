@@ -10,7 +10,7 @@ from nltk.tree import Tree
 from spacy_structpref.errors import StructPrefError
 from spacy_structpref.trees.features import head_child, tree_features
 
-from tests.helpers.strategies import trees
+from tests.helpers.strategies import TAGS, trees
 
 
 @pytest.mark.parametrize("label, children, head", [
@@ -72,7 +72,7 @@ def test_length_buckets():
 
 
 @settings(max_examples=60, deadline=None)
-@given(trees())
+@given(trees(tags=TAGS + ["CC", ",", ":"]))
 def test_counts_follow_the_tree(tree):
     features, n = tree_features(tree)
     constituents = [t for t in tree.subtrees() if not (len(t) == 1 and isinstance(t[0], str))]
@@ -82,7 +82,10 @@ def test_counts_follow_the_tree(tree):
     assert kinds["B"] == sum(len(t) + 1 for t in constituents)
     # one head per constituent: every other child is a dependent, by tags and by words
     assert kinds["DT"] == kinds["DW"] == sum(len(t) - 1 for t in constituents)
-    assert kinds["C"] == sum(1 for t in constituents if "CC" in [c.label() for c in t])
+    coordinations = [[c.label() for c in t] for t in constituents if "CC" in [c.label() for c in t]]
+    assert kinds["C"] == len(coordinations)
+    # a length contrast for each coordination of two conjuncts or more (CC, commas and colons are no conjuncts)
+    assert kinds["CL"] == sum(1 for kids in coordinations if len([k for k in kids if k not in ("CC", ",", ":")]) >= 2)
 
 
 @pytest.mark.parametrize("bad", [Tree("S", []), "(S (NN a))", Tree("S", ["word", Tree("NN", ["b"])])])
