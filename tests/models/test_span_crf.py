@@ -161,7 +161,8 @@ def test_the_label_mlp_is_thincs_relu_with_norm_and_dropout_node_for_node():
 
 def test_settings_and_inputs_are_checked():
     for bad in (dict(lstm_width=7), dict(lstm_depth=0), dict(dropout=1.0), dict(hidden_width=0),
-                dict(char_count=1), dict(embed_rows=True)):
+                dict(char_count=1), dict(embed_rows=True), dict(margin=-0.5), dict(margin=float("inf")),
+                dict(margin=True)):
         with pytest.raises(StructPrefError):
             SpanCRF(**bad)
     vocab = spacy.blank("en").vocab

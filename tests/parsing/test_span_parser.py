@@ -60,6 +60,46 @@ def test_crf_loss_is_minus_log_probability_by_enumeration(n, L):
     assert loss == pytest.approx(log_z - sum(chart[i, j, lab] for i, j, lab in gold), abs=1e-10)
 
 
+def hamming(spans, labels, gold):
+    """Stern et al.'s (2017) cost, written out: the spans of a tree whose
+    label is not the gold tree's label of that span (0 where gold has none)."""
+    gold_label = {(i, j): lab for i, j, lab in gold}
+    return sum(lab != gold_label.get((i, j), 0) for (i, j), lab in zip(spans, labels))
+
+
+@pytest.mark.parametrize("n, L, margin", [(1, 3, 1.0), (3, 2, 0.5), (4, 3, 2.0), (4, 2, 1.0)])
+def test_softmax_margin_is_its_sum_over_every_tree(n, L, margin):
+    chart = random_chart(n, L, seed=10 + n)
+    trees = [(spans, labels) for spans in bracketings(0, n)
+             for labels in itertools.product(range(L), repeat=len(spans)) if canonical(spans, labels)]
+    for spans, labels in (trees[len(trees) // 2], trees[-1]):
+        gold = [(i, j, lab) for (i, j), lab in zip(spans, labels)]
+        gold_score = sum(chart[i, j, lab] for i, j, lab in gold)
+        augmented = np.logaddexp.reduce([sum(chart[i, j, lab] for (i, j), lab in zip(sp, lb))
+                                         + margin * hamming(sp, lb, gold) for sp, lb in trees])
+        loss, _ = crf_loss(chart, gold, margin)
+        assert loss == pytest.approx(augmented - gold_score, abs=1e-10)
+        # the cost only adds mass to wrong trees: the loss bounds the CRF's from above
+        assert loss >= crf_loss(chart, gold)[0] - 1e-12
+    assert crf_loss(chart, gold, 0.0)[0] == crf_loss(chart, gold)[0]
+
+
+def test_softmax_margin_gradient_matches_finite_differences():
+    n, L, margin = 5, 3, 1.5
+    chart = random_chart(n, L, seed=8)
+    gold = [(0, 5, 1), (0, 2, 0), (0, 1, 2), (1, 2, 0), (2, 5, 1), (2, 3, 0), (3, 5, 2), (3, 4, 1), (4, 5, 0)]
+    _, grad = crf_loss(chart, gold, margin)
+    eps = 1e-6
+    for i in range(n):
+        for j in range(i + 1, n + 1):
+            for lab in range(L):
+                up, down = chart.copy(), chart.copy()
+                up[i, j, lab] += eps
+                down[i, j, lab] -= eps
+                numeric = (crf_loss(up, gold, margin)[0] - crf_loss(down, gold, margin)[0]) / (2 * eps)
+                assert numeric == pytest.approx(grad[i, j, lab], abs=1e-7)
+
+
 @pytest.mark.parametrize("n, seed", [(1, 0), (3, 1), (4, 2)])
 def test_nbest_is_every_treebank_tree_once_with_its_crf_probability(n, seed):
     """Every labelled binary derivation, un-binarised, gives the treebank
@@ -135,6 +175,27 @@ def test_a_tiny_model_learns_its_training_trees(trained, short_trees):
     assert losses[-1] < 0.05 * losses[0]
     results = parser.parse_many([t.leaves() for t in short_trees], with_forest=False)
     assert evalb(short_trees, [r.tree for r in results], EvalbParams(max_error=None)).all.f1 >= 97.0
+
+
+def test_the_models_margin_turns_the_loss_into_the_softmax_margin(short_trees):
+    fix_random_seed(1)
+    parser = SpanParser.from_trees(short_trees, SpanCRF(**SMALL, margin=1.0))
+    assert parser.model.attrs["margin"] == 1.0
+    batch = short_trees[:4]
+    docs = parser.docs([t.leaves() for t in batch])
+    scores = parser.model.predict(docs)
+    span_at, tag_at = scores.span_offsets(), scores.tag_offsets()
+    expected = {0.0: 0.0, 1.0: 0.0}
+    for b, tree in enumerate(batch):
+        words, tags, spans = tree_to_spans(tree)
+        chart = parser._chart(scores.spans[span_at[b]:span_at[b + 1]], len(words))
+        gold = [(i, j, parser.labels.index(label)) for i, j, label in spans]
+        tag_part = tag_loss(scores.tags[tag_at[b]:tag_at[b + 1]], [parser.tags.index(t) for t in tags])[0]
+        for margin in expected:
+            expected[margin] += crf_loss(chart, gold, margin)[0] + tag_part
+    assert parser.update(batch) == pytest.approx(expected[1.0], rel=1e-6)
+    parser.model.attrs["margin"] = 0.0
+    assert parser.update(batch) == pytest.approx(expected[0.0], rel=1e-6) and expected[0.0] < expected[1.0]
 
 
 def test_parse_many_equals_parsing_one_by_one(trained, short_trees):

@@ -81,7 +81,7 @@ def SpanCRF(tok2vec: Optional[Model[List[Doc], List[Floats2d]]] = None, embed_wi
             embed_rows: int = 5000, char_width: int = 100, char_dim: int = 32, char_count: int = 10,
             lstm_width: int = 256, lstm_depth: int = 2, hidden_width: int = 250, dropout: float = 0.2,
             nO: Optional[int] = None, nT: Optional[int] = None,
-            include_static_vectors: bool = False) -> Model[List[Doc], SpanCRFScores]:
+            include_static_vectors: bool = False, margin: float = 0.0) -> Model[List[Doc], SpanCRFScores]:
     """Span-CRF scorer. ``tok2vec``: the feature layer (null: hashed lexical
     embeddings of ``embed_width`` with ``embed_rows`` rows per attribute,
     beside ``CharacterFeatures`` of ``char_width`` over the first and last
@@ -90,7 +90,10 @@ def SpanCRF(tok2vec: Optional[Model[List[Doc], List[Floats2d]]] = None, embed_wi
     label MLP's hidden layer; ``dropout``: on the features, inside the LSTM
     (on its weights) and in the MLP. ``nO``: number of span labels with the
     empty one, ``nT``: number of tags (both set from the training data when
-    unset)."""
+    unset). ``margin``: the cost of a wrong span in the training loss (0:
+    the CRF's ``-log p``; c > 0: the softmax-margin of
+    :func:`~spacy_structpref.parsing.span_parser.crf_loss`); prediction
+    does not read it."""
     for name, value, low in (("embed_width", embed_width, 1), ("embed_rows", embed_rows, 1),
                              ("char_width", char_width, 1), ("char_dim", char_dim, 1),
                              ("char_count", char_count, 2), ("lstm_width", lstm_width, 2),
@@ -101,6 +104,8 @@ def SpanCRF(tok2vec: Optional[Model[List[Doc], List[Floats2d]]] = None, embed_wi
         raise StructPrefError(f"SpanCRF lstm_width counts both directions and must be even, got {lstm_width}")
     if not isinstance(dropout, (int, float)) or not 0 <= dropout < 1:
         raise StructPrefError(f"SpanCRF dropout must lie in [0, 1), got {dropout!r}")
+    if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not 0 <= margin < float("inf"):
+        raise StructPrefError(f"SpanCRF margin must be a finite number of at least 0, got {margin!r}")
     if tok2vec is not None and include_static_vectors:
         raise StructPrefError("SpanCRF include_static_vectors applies to the default feature layer: with a tok2vec "
                               "of your own, let that layer read the vectors (e.g. MultiHashEmbed's own setting)")
@@ -115,7 +120,8 @@ def SpanCRF(tok2vec: Optional[Model[List[Doc], List[Floats2d]]] = None, embed_wi
     tagger = Linear(nO=None)
     return Model("span_crf", _forward, init=_init, layers=[tok2vec, encoder, labeller, tagger],
                  refs={"tok2vec": tok2vec, "encoder": encoder, "labeller": labeller, "tagger": tagger},
-                 dims={"nO": nO, "nT": nT}, attrs={"dropout": dropout, "static_vectors": include_static_vectors})
+                 dims={"nO": nO, "nT": nT},
+                 attrs={"dropout": dropout, "static_vectors": include_static_vectors, "margin": float(margin)})
 
 
 def _init(model: Model, X: Optional[List[Doc]] = None, Y=None) -> Model:

@@ -42,13 +42,30 @@ from .parser import TOO_LONG, ParseResult, fallback_result
 from .span_trees import SpanLabels, spans_to_tree, tree_to_spans
 
 
-def crf_loss(chart: np.ndarray, gold: Sequence[Tuple[int, int, int]]) -> Tuple[float, np.ndarray]:
+def crf_loss(chart: np.ndarray, gold: Sequence[Tuple[int, int, int]],
+             margin: float = 0.0) -> Tuple[float, np.ndarray]:
     """``(-log p(T_gold), gradient)`` of the tree CRF for one sentence's
     chart scores ``(n, n + 1, L)`` and the gold tree's spans ``(i, j, label
     id)``: the gradient is the label marginals minus the gold indicators
-    (Eisner 2016; Zhang, Zhou & Li 2020, eq. 7)."""
-    log_z, mu = span_chart.marginals(chart)
+    (Eisner 2016; Zhang, Zhou & Li 2020, eq. 7).
+
+    With ``margin`` c > 0 the loss is the softmax-margin (Gimpel & Smith
+    2010, eq. 4): ``log Σ_T exp(S(T) + c·Δ(T)) − S(T_gold)``, Δ the Hamming
+    cost of Stern, Andreas & Klein (2017, §4): the spans of T whose label
+    differs from the gold tree's label of that span (the empty label where
+    the gold tree has no constituent). Δ adds up over spans, so it is the
+    same inside algorithm on scores raised by c where a label is wrong; the
+    gradient is the marginals under those scores minus the gold indicators."""
     i, j, label = (np.array(x, dtype=np.int64) for x in zip(*gold))
+    if margin:
+        cost = np.full(chart.shape, float(margin))
+        cost[:, :, 0] = 0.0
+        constituent = label != 0
+        cost[i[constituent], j[constituent], 0] = margin  # an empty label where the gold tree has a constituent
+        cost[i, j, label] = 0.0
+        log_z, mu = span_chart.marginals(chart + cost)
+    else:
+        log_z, mu = span_chart.marginals(chart)
     mu[i, j, label] -= 1.0
     return log_z - float(chart[i, j, label].sum()), mu
 
@@ -153,8 +170,9 @@ class SpanParser:
     # --------------------------------------------------------------- training
     def update(self, trees: Sequence[Tree], sgd: Optional[Optimizer] = None) -> float:
         """One gradient step on a batch of gold trees: returns the summed loss
-        ``Σ -log p(T_gold) + tag cross-entropy`` (the gradient is the batch
-        mean); with ``sgd`` the optimizer is applied."""
+        ``Σ -log p(T_gold) + tag cross-entropy`` (the softmax-margin in place
+        of ``-log p`` when the model's ``margin`` is above 0; the gradient is
+        the batch mean); with ``sgd`` the optimizer is applied."""
         gold = [tree_to_spans(tree) for tree in trees]
         if not gold:
             raise StructPrefError("update needs at least one tree")
@@ -163,11 +181,11 @@ class SpanParser:
         d_spans = np.zeros(scores.spans.shape, dtype=np.float32)
         d_tags = np.zeros(scores.tags.shape, dtype=np.float32)
         span_at, tag_at = scores.span_offsets(), scores.tag_offsets()
-        loss = 0.0
+        loss, margin = 0.0, self.model.attrs.get("margin", 0.0)
         for b, (words, tags, spans) in enumerate(gold):
             n = len(words)
             chart = self._chart(scores.spans[span_at[b]:span_at[b + 1]], n)
-            span_loss, d_chart = crf_loss(chart, [(i, j, self.labels.index(label)) for i, j, label in spans])
+            span_loss, d_chart = crf_loss(chart, [(i, j, self.labels.index(label)) for i, j, label in spans], margin)
             d_spans[span_at[b]:span_at[b + 1]] = d_chart[span_index(n)][:, 1:]
             logits = scores.tags[tag_at[b]:tag_at[b + 1]]
             t_loss, d_tags[tag_at[b]:tag_at[b + 1]] = tag_loss(logits, [self._tag_id(t) for t in tags])
