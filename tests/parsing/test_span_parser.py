@@ -84,22 +84,6 @@ def test_softmax_margin_is_its_sum_over_every_tree(n, L, margin):
     assert crf_loss(chart, gold, 0.0)[0] == crf_loss(chart, gold)[0]
 
 
-def test_softmax_margin_gradient_matches_finite_differences():
-    n, L, margin = 5, 3, 1.5
-    chart = random_chart(n, L, seed=8)
-    gold = [(0, 5, 1), (0, 2, 0), (0, 1, 2), (1, 2, 0), (2, 5, 1), (2, 3, 0), (3, 5, 2), (3, 4, 1), (4, 5, 0)]
-    _, grad = crf_loss(chart, gold, margin)
-    eps = 1e-6
-    for i in range(n):
-        for j in range(i + 1, n + 1):
-            for lab in range(L):
-                up, down = chart.copy(), chart.copy()
-                up[i, j, lab] += eps
-                down[i, j, lab] -= eps
-                numeric = (crf_loss(up, gold, margin)[0] - crf_loss(down, gold, margin)[0]) / (2 * eps)
-                assert numeric == pytest.approx(grad[i, j, lab], abs=1e-7)
-
-
 @pytest.mark.parametrize("n, seed", [(1, 0), (3, 1), (4, 2)])
 def test_nbest_is_every_treebank_tree_once_with_its_crf_probability(n, seed):
     """Every labelled binary derivation, un-binarised, gives the treebank
@@ -122,11 +106,13 @@ def test_nbest_is_every_treebank_tree_once_with_its_crf_probability(n, seed):
     assert np.exp([log_p for log_p, _ in result.nbest]).sum() == pytest.approx(1.0)
 
 
-def test_crf_loss_gradient_matches_finite_differences():
+@pytest.mark.parametrize("margin, seed", [(0.0, 7), (1.5, 8)])
+def test_crf_loss_gradient_matches_finite_differences(margin, seed):
+    """The CRF's gradient, and the softmax-margin's (margin > 0)."""
     n, L = 5, 3
-    chart = random_chart(n, L, seed=7)
+    chart = random_chart(n, L, seed=seed)
     gold = [(0, 5, 1), (0, 2, 0), (0, 1, 2), (1, 2, 0), (2, 5, 1), (2, 3, 0), (3, 5, 2), (3, 4, 1), (4, 5, 0)]
-    _, grad = crf_loss(chart, gold)
+    _, grad = crf_loss(chart, gold, margin)
     eps = 1e-6
     for i in range(n):
         for j in range(i + 1, n + 1):
@@ -134,7 +120,7 @@ def test_crf_loss_gradient_matches_finite_differences():
                 up, down = chart.copy(), chart.copy()
                 up[i, j, lab] += eps
                 down[i, j, lab] -= eps
-                numeric = (crf_loss(up, gold)[0] - crf_loss(down, gold)[0]) / (2 * eps)
+                numeric = (crf_loss(up, gold, margin)[0] - crf_loss(down, gold, margin)[0]) / (2 * eps)
                 assert numeric == pytest.approx(grad[i, j, lab], abs=1e-7)
 
 
