@@ -58,6 +58,8 @@ def test_component_trains_and_writes_cats(trained):
     assert 0 <= scores["cats_score"] <= 1 and "cats_f_per_type" in scores
     # the figure on the questions held out to choose C, measured before the refit on all 40
     assert scores["cats_held_out_acc"] == tc.classifier.dev_scores[tc.classifier.C]
+    # at weight 0 among the factory's score weights, so spacy train keeps it in meta.json, chosen by nothing
+    assert trained.config["training"]["score_weights"]["cats_held_out_acc"] == 0.0
 
 
 def test_component_round_trips_with_identical_cats(trained, tmp_path):
