@@ -171,3 +171,15 @@ def test_sets_coming_again_under_their_ids_are_read_once():
     assert np.array_equal(plain.w, cached.w) and np.array_equal(plain.ac, cached.ac)
     with pytest.raises(StructPrefError, match="set ids"):
         cached.update(sets, gold, ids=["a"])
+
+
+def test_prepared_sets_are_read_as_given_and_not_kept():
+    # fit prepares every set before its epochs and gives each a fresh id: a prepared set is used as it
+    # comes, so a later fit's sets under an id seen before are not shadowed by the first's
+    first, second = FeatureRanker(hash_bits=12), FeatureRanker(hash_bits=12)
+    a, b = first.feature_set(scored()), first.feature_set(scored(log_p=(-3.0, -1.0, -0.5)))
+    first.update([a], [1], ids=["x"])
+    first.update([b], [2], ids=["x"])
+    second.update([a], [1])
+    second.update([b], [2])
+    assert np.array_equal(first.w, second.w) and np.array_equal(first.ac, second.ac)

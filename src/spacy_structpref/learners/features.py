@@ -136,15 +136,16 @@ class FeatureRanker(PreferenceLearner):
         ``losses["features"]`` adds their negative log-likelihoods. ``ids``:
         each set's identity across calls (a pipeline's sentence): a set that
         comes again under its id is not read again (its hashed features are
-        kept while the ranker lives, not saved). ``sgd`` is taken so that
-        every learner updates alike."""
+        kept while the ranker lives, not saved; sets already prepared, as
+        :func:`~.training.fit` gives them, are read as they are and not
+        kept). ``sgd`` is taken so that every learner updates alike."""
         check_no_keys(self, keys)
         sets, gold, order = teaching_sets(sets, gold)
         if ids is not None and len(ids) != len(sets):
             raise StructPrefError(f"{len(sets)} preference sets but {len(ids)} set ids")
         total = 0.0
         for i in order:
-            if ids is None:
+            if ids is None or isinstance(sets[i], FeatureSet):
                 fs = self.feature_set(sets[i])
             else:
                 fs = self._by_id.get(ids[i])
