@@ -11,7 +11,7 @@ from spacy.training import Example
 import spacy_structpref.components.factories  # noqa: F401  (registers the factories)
 from spacy_structpref.corpora import corpus_docs
 from spacy_structpref.errors import TaggerError
-from spacy_structpref.models.distro import effective_rank
+from spacy_structpref.models.distro import effective_rank, variant_label_matrix
 
 from tests.helpers.fixtures import slow_fixture
 
@@ -333,3 +333,43 @@ def test_a_rounds_in_steps():
         nlp.update(train[step:step + 1], sgd=opt)
         moved.append(not numpy.array_equal(A, tagger.label_matrix))
     assert [i for i, m in enumerate(moved) if m] == [2, 5]
+
+
+def _variant_examples(nlp):
+    tagged = [[("The", "AT"), ("House", "NN-TL"), ("voted", "VBD")], [("a", "AT"), ("house", "NN"), (".", ".")],
+              [("per", "FW-IN"), ("se", "FW-NN"), ("in", "IN"), ("Rome", "NP")]]
+    return [Example(Doc(nlp.vocab, words=[w for w, _ in s]), Doc(nlp.vocab, words=[w for w, _ in s],
+                                                                 tags=[t for _, t in s])) for s in tagged]
+
+
+def test_variant_start_sets_A_from_the_tag_names(tmp_path):
+    nlp = spacy.blank("en")
+    tagger = nlp.add_pipe("distro_tagger", config={"variant_start": 0.2, "w_steps": 2, "a_steps": 1})
+    examples = _variant_examples(nlp)
+    opt = nlp.initialize(lambda: examples)
+    A = tagger.model.get_ref("labels").get_param("A")
+    assert numpy.array_equal(A, variant_label_matrix(tagger.labels, 0.2))
+    assert tagger.label_vectors["NN-TL"] @ tagger.label_vectors["NN"] > 0.5
+    for _ in range(3):
+        nlp.update(examples, sgd=opt)
+    nlp.to_disk(tmp_path / "model")
+    assert spacy.load(tmp_path / "model").get_pipe("distro_tagger").cfg["variant_start"] == 0.2
+
+
+@pytest.mark.parametrize("model", [{"rank": 3}, {"onehot": True}, {"random_init": True}])
+def test_variant_start_needs_a_learned_one_hot_A(model):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("distro_tagger", config={"variant_start": 0.2, "model": model})
+    examples = _variant_examples(nlp)
+    with pytest.raises(TaggerError, match="variant_start"):
+        nlp.initialize(lambda: examples)
+
+
+def test_variant_start_is_checked():
+    with pytest.raises(TaggerError, match="variant_start"):
+        spacy.blank("en").add_pipe("distro_tagger", config={"variant_start": -0.1})
+    nlp = spacy.blank("en")
+    nlp.add_pipe("distro_tagger", config={"variant_start": 0.2})
+    plain = [Example(Doc(nlp.vocab, words=["a", "b"]), Doc(nlp.vocab, words=["a", "b"], tags=["AT", "NN"]))]
+    with pytest.raises(TaggerError, match="none of the 2 labels is a variant"):
+        nlp.initialize(lambda: plain)

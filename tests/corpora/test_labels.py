@@ -1,12 +1,19 @@
 """What the corpora's labels are made of: Brown's tag variants and the
 families of question classes, PTB tags and Basque tags."""
-from spacy_structpref.corpora.labels import UNIVERSAL_PTB, label_families, variant_bases
+from spacy_structpref.corpora.labels import UNIVERSAL_PTB, label_families, variant_bases, variant_parts
 
 
 def test_variant_bases():
     labels = ["NN", "NN-TL", "FW-NN", "FW-NN-TL", "NN-TL-HL", "NN$", "NN$-TL", "VB-NC", "FW-", "-TL"]
     assert variant_bases(labels) == {"NN-TL": "NN", "FW-NN": "NN", "FW-NN-TL": "NN", "NN-TL-HL": "NN",
                                      "NN$-TL": "NN$"}
+
+
+def test_variant_parts():
+    assert variant_parts("FW-NN-TL") == ("NN", ("FW-", "-TL"))
+    assert variant_parts("NN-TL-HL") == ("NN", ("-HL", "-TL"))
+    assert variant_parts("NN$") == ("NN$", ())
+    assert variant_parts("-TL") == ("-TL", ()) and variant_parts("FW-") == ("FW-", ())
 
 
 def test_families_of_question_classes_and_generated_labels():

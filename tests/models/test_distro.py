@@ -11,7 +11,7 @@ from thinc.api import SGD, Adam, Model
 from spacy_structpref.errors import TaggerError
 from spacy_structpref.models.distro import (DistroTagger, adopt_parameters, copy_model, draw_label_matrix,
                                             effective_rank, finish_label_update, nuclear_norm, prox_step,
-                                            set_phase, starts_random, weight_norm)
+                                            set_phase, starts_random, variant_label_matrix, weight_norm)
 from spacy_structpref.models.sparse_features import SparseFeatures
 
 
@@ -284,3 +284,21 @@ def test_prox_step_zero_threshold_keeps_unit_A():
     new, rank = prox_step(A, 0.0)
     numpy.testing.assert_allclose(new, A, atol=1e-5)
     assert rank == 4
+
+
+def test_variant_label_matrix_by_hand():
+    labels = ["NN", "NN-TL", "JJ", "JJ-TL", "FW-NN-TL", "VB"]
+    A = variant_label_matrix(labels, own=0.5)
+    # -TL takes the axis of the first variant carrying it (FW-NN-TL, in sorted order), FW- too
+    e = numpy.eye(6, dtype="f")
+    expected = {"NN": e[0], "JJ": e[2], "VB": e[5],
+                "NN-TL": e[0] + e[4] + 0.5 * e[1], "JJ-TL": e[2] + e[4] + 0.5 * e[3],
+                "FW-NN-TL": e[0] + 2.5 * e[4]}
+    for i, label in enumerate(labels):
+        assert numpy.allclose(A[:, i], expected[label] / numpy.linalg.norm(expected[label]))
+    # a lone variant's marker is its own axis
+    assert numpy.allclose(variant_label_matrix(["NN", "NN-TL"], own=0.0)[:, 1], [0.5 ** 0.5, 0.5 ** 0.5])
+    with pytest.raises(TaggerError, match="none of the 3 labels is a variant"):
+        variant_label_matrix(["NN", "JJ", "-TL"], own=0.1)
+    with pytest.raises(TaggerError, match="own"):
+        variant_label_matrix(labels, own=-1.0)

@@ -12,6 +12,13 @@ prediction alike, to a tag dictionary read off the training data at
 often may take only the tags they were seen with, all other words any tag.
 The setting lives on the component, so DISTRO and the one-hot baseline use it
 identically; the dictionary is saved with the component.
+
+``variant_start`` (null = off; a weight ``own`` >= 0) starts A, at
+``initialize``, from the tags' names rather than one-hot: each Brown variant
+tag (``NN-TL``, ``FW-NN`` …) as its base tag plus one shared direction per
+variant marker plus ``own`` times its own
+(:func:`..models.distro.variant_label_matrix`). It needs one dimension per
+label (``rank = null``), a non-random start and A learned (not ``onehot``).
 """
 from typing import Callable, Iterable, List, Optional
 
@@ -20,8 +27,8 @@ from spacy.tokens import Doc
 from spacy.training import Example
 from thinc.api import Model
 
-from ..errors import TaggerError
-from ..models.distro import predict_scores
+from ..errors import TaggerError, check_number
+from ..models.distro import predict_scores, starts_random, variant_label_matrix
 from ..models.tag_dictionary import TagDictionary
 from ..saving import load_errors
 from .distro import DistroPipe
@@ -38,7 +45,7 @@ class DistroTaggerComponent(DistroPipe):
                  w_epochs: Optional[int] = None, a_epochs: Optional[int] = None, a_rounds: Optional[int] = None,
                  restarts: int = 1, nuclear_lambda: float = 1.0, a_learn_rate_scale: float = 1.0,
                  average_A: bool = True, cost: float = 1.0, tag_dict_min_count: Optional[int] = None,
-                 scorer: Optional[Callable] = None):
+                 variant_start: Optional[float] = None, scorer: Optional[Callable] = None):
         super().__init__(vocab, model, name, w_steps=w_steps, a_steps=a_steps, w_epochs=w_epochs,
                          a_epochs=a_epochs, a_rounds=a_rounds, restarts=restarts, nuclear_lambda=nuclear_lambda,
                          a_learn_rate_scale=a_learn_rate_scale, average_A=average_A, cost=cost, scorer=scorer)
@@ -46,19 +53,32 @@ class DistroTaggerComponent(DistroPipe):
                                                or tag_dict_min_count < 1):
             raise TaggerError(f"tag_dict_min_count must be null (off) or an int >= 1, got "
                               f"{tag_dict_min_count!r}")
-        self.cfg.update({"overwrite": overwrite, "tag_dict_min_count": tag_dict_min_count, "tag_dictionary": None})
+        if variant_start is not None:
+            check_number(f"{name}: variant_start (null: off)", variant_start, 0.0, error=TaggerError)
+        self.cfg.update({"overwrite": overwrite, "tag_dict_min_count": tag_dict_min_count, "tag_dictionary": None,
+                         "variant_start": variant_start})
         self._tag_dict: Optional[TagDictionary] = None
 
     # -- labels ---------------------------------------------------------------
     def initialize(self, get_examples: Callable[[], Iterable[Example]], *, nlp=None,
                    labels: Optional[List[str]] = None) -> None:
         super().initialize(get_examples, nlp=nlp, labels=labels)
+        if self.cfg["variant_start"] is not None:
+            self._start_variants(self.cfg["variant_start"])
         min_count = self.cfg["tag_dict_min_count"]
         if min_count is not None:
             index = {label: i for i, label in enumerate(self.labels)}
             pairs = ((t.text, self._gold_id(index, t.tag_)) for eg in get_examples() for t in eg.reference)
             self._tag_dict = TagDictionary.from_pairs(pairs, len(self.labels), min_count)
             self.cfg["tag_dictionary"] = self._tag_dict.to_json()
+
+    def _start_variants(self, own: float) -> None:
+        layer = self.model.get_ref("labels")
+        if layer.attrs["identity"] or starts_random(layer) or layer.get_dim("nI") != len(self.labels):
+            raise TaggerError(f"{self.name}: variant_start sets A's start from the tag names, which needs A learned "
+                              "(model.onehot = false), one dimension per label (model.rank = null) and no random "
+                              "start (model.random_init = false)")
+        layer.set_param("A", layer.ops.asarray2f(variant_label_matrix(self.labels, own)))
 
     def _gold_labels(self, get_examples: Callable[[], Iterable[Example]]) -> List[str]:
         """The label set of the training data: the gold tags."""

@@ -42,13 +42,14 @@ PARSEVAL_WEIGHTS = {"parseval_f": 1.0, "parseval_p": 0.0, "parseval_r": 0.0, "pa
     assigns=["token.tag"],
     default_config={"model": distro_model("spacy_structpref.SparseFeatures.v1"), "overwrite": False,
                     **DISTRO_SCHEDULE, "tag_dict_min_count": None,
-                    "scorer": {"@scorers": "spacy.tagger_scorer.v1"}},
+                    "variant_start": None, "scorer": {"@scorers": "spacy.tagger_scorer.v1"}},
     default_score_weights={"tag_acc": 1.0, **DISTRO_RANK_WEIGHTS},
 )
 def make_distro_tagger(nlp: Language, name: str, model: Model, overwrite: bool, w_steps: int,
                        a_steps: int, w_epochs: Optional[int], a_epochs: Optional[int], a_rounds: Optional[int],
                        restarts: int, nuclear_lambda: float, a_learn_rate_scale: float, average_A: bool,
-                       cost: float, tag_dict_min_count: Optional[int], scorer: Optional[Callable]):
+                       cost: float, tag_dict_min_count: Optional[int], variant_start: Optional[float],
+                       scorer: Optional[Callable]):
     guard_pipeline(nlp)
     from .distro_tagger import DistroTaggerComponent
 
@@ -56,7 +57,8 @@ def make_distro_tagger(nlp: Language, name: str, model: Model, overwrite: bool, 
                                  a_steps=a_steps, w_epochs=w_epochs, a_epochs=a_epochs, a_rounds=a_rounds,
                                  restarts=restarts, nuclear_lambda=nuclear_lambda,
                                  a_learn_rate_scale=a_learn_rate_scale, average_A=average_A, cost=cost,
-                                 tag_dict_min_count=tag_dict_min_count, scorer=scorer)
+                                 tag_dict_min_count=tag_dict_min_count, variant_start=variant_start,
+                                 scorer=scorer)
 
 
 @Language.factory(

@@ -2,7 +2,7 @@
 classes, of the PTB's and Basque's tags, and the variants of Brown's tags.
 The readers group fine question classes by family; ``label-map`` measures
 whether learned label vectors do."""
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 # Brown's tag variants (Francis & Kučera 1979): a foreign word's tag is its
 # category's with "FW-" before it; words in titles, headlines and citations
@@ -58,20 +58,29 @@ def label_families(labels: Sequence[str]) -> Optional[List[str]]:
     return None
 
 
+def variant_parts(label: str) -> Tuple[str, Tuple[str, ...]]:
+    """``(base, markers)`` of a Brown tag: the tag with every variant prefix
+    and suffix removed, and those removed (``FW-NN-TL`` → ``("NN", ("FW-",
+    "-TL"))``); a tag without them is its own base, with no markers."""
+    base, before, markers = label, None, []
+    while base != before:
+        before = base
+        for prefix in VARIANT_PREFIXES:
+            if base.startswith(prefix) and len(base) > len(prefix):
+                base, markers = base[len(prefix):], markers + [prefix]
+        for suffix in VARIANT_SUFFIXES:
+            if base.endswith(suffix) and len(base) > len(suffix):
+                base, markers = base[:-len(suffix)], markers + [suffix]
+    return base, tuple(markers)
+
+
 def variant_bases(labels: Sequence[str]) -> Dict[str, str]:
     """Each tag that is a Brown variant of another tag of ``labels``, mapped
-    to that base tag: the tag with every variant prefix and suffix removed
-    (``FW-NN-TL`` → ``NN``), when it is among the labels."""
+    to that base tag (:func:`variant_parts`), when it is among the labels."""
     present = set(labels)
     bases = {}
     for label in labels:
-        base, before = label, None
-        while base != before:
-            before = base
-            for prefix in VARIANT_PREFIXES:
-                base = base[len(prefix):] if base.startswith(prefix) and len(base) > len(prefix) else base
-            for suffix in VARIANT_SUFFIXES:
-                base = base[:-len(suffix)] if base.endswith(suffix) and len(base) > len(suffix) else base
+        base, _ = variant_parts(label)
         if base != label and base in present:
             bases[label] = base
     return bases

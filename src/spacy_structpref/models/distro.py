@@ -31,7 +31,7 @@ unset (``width = null`` in a config), its width is set to d and no projection
 is learned: the summed embeddings are exactly ``W φ_i`` with W the table.
 """
 from dataclasses import dataclass
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy
 from spacy.tokens import Doc
@@ -40,7 +40,8 @@ from thinc.api import Model, Optimizer
 from thinc.backends import get_array_ops
 from thinc.types import Floats1d, Floats2d, Ints1d
 
-from ..errors import TaggerError, check_count
+from ..corpora.labels import variant_bases, variant_parts
+from ..errors import TaggerError, check_count, check_number
 
 # feature layers that are themselves a linear map over indicators (see above)
 SPARSE_LAYERS = ("sparse_features", "sparse_bag_features")
@@ -200,6 +201,41 @@ def draw_label_matrix(labels: Model, seed: int) -> None:
     A = numpy.random.default_rng(seed).standard_normal((d, M)).astype("f")
     A /= numpy.linalg.norm(A, axis=0, keepdims=True)
     labels.set_param("A", labels.ops.asarray2f(A))
+
+
+def variant_label_matrix(labels: Sequence[str], own: float) -> numpy.ndarray:
+    """A starting label matrix (M × M, unit columns) in which each Brown
+    variant tag (:func:`~..corpora.labels.variant_parts`: ``NN-TL`` of
+    ``NN``, ``FW-NN`` …) starts as the sum of its parts,
+
+        a_v ∝ e_base + Σ_m u_m + own · e_v,
+
+    and every other label one-hot. Each marker m (``FW-``, ``-TL``, ``-HL``,
+    ``-NC``) takes the axis of the first variant carrying it in sorted
+    order, so that, with d = M, the markers are directions shared by all
+    their variants (that first variant's own part lies along its marker). A
+    prior read off the tag names, not learned: what it gives is checked
+    against the one-hot start in docs/results.md."""
+    labels = list(labels)
+    check_number("own", own, 0.0, error=TaggerError)
+    index = {label: i for i, label in enumerate(labels)}
+    parts = {label: variant_parts(label) for label in variant_bases(labels)}
+    if not parts:
+        raise TaggerError(f"none of the {len(labels)} labels is a variant (FW-, -TL, -HL, -NC) of another: there "
+                          "is nothing to start from its parts")
+    marker_axis: Dict[str, int] = {}
+    for label in sorted(parts):
+        for marker in parts[label][1]:
+            marker_axis.setdefault(marker, index[label])
+    A = numpy.eye(len(labels), dtype="f")
+    for label, (base, markers) in parts.items():
+        column = numpy.zeros(len(labels), dtype="f")
+        column[index[base]] = 1.0
+        for marker in markers:
+            column[marker_axis[marker]] += 1.0
+        column[index[label]] += own
+        A[:, index[label]] = column / numpy.linalg.norm(column)
+    return A
 
 
 def _labels_forward(model: Model, parts, is_train: bool):
