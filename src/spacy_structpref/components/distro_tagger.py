@@ -74,7 +74,8 @@ class DistroTaggerComponent(DistroPipe):
 
     def _start_variants(self, own: float) -> None:
         layer = self.model.get_ref("labels")
-        if layer.attrs["identity"] or starts_random(layer) or layer.get_dim("nI") != len(self.labels):
+        # starts_random covers d below M (the model refuses d above M)
+        if layer.attrs["identity"] or starts_random(layer):
             raise TaggerError(f"{self.name}: variant_start sets A's start from the tag names, which needs A learned "
                               "(model.onehot = false), one dimension per label (model.rank = null) and no random "
                               "start (model.random_init = false)")
