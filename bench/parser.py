@@ -28,10 +28,15 @@ The last two lines, one per model, read
 
 (train: CPU-seconds of training, the grammar's estimation for the PCFG;
 wall-seconds of ``spacy train`` for the span CRF; parse: CPU-seconds for the
-test sentences with forests and k-best lists).
+test sentences with forests and k-best lists). With ``--samples S`` the span
+CRF's lists are made again with S dropout samples (``forest_parser``'s
+``samples``: its k // 2 best trees, the rest from S forward passes with
+dropout on), and one line before the last two reads
+
+    SpanCRF, S dropout samples: oracle@50 Z.ZZ, parse P s
 
     NLTK_DATA=../shared/nltk_data OPENBLAS_NUM_THREADS=1 python bench/parser.py [--k 50] [--nltk 20]
-        [--span-model DIR [--train-seconds S]] [--span-overrides "--training.max_epochs 2"]
+        [--span-model DIR [--train-seconds S]] [--span-overrides "--training.max_epochs 2"] [--samples 8]
 """
 import argparse
 import math
@@ -119,6 +124,8 @@ def main():
     ap.add_argument("--v", type=int, default=2)
     ap.add_argument("--rare", type=int, default=2, help="rare_threshold of the lexicon")
     ap.add_argument("--limit", type=int, default=None)
+    ap.add_argument("--samples", type=int, default=0, help="> 0: the span CRF's lists again with this many dropout "
+                                                           "samples")
     args = ap.parse_args()
     lines = [bench_pcfg(args), bench_span_crf(args)]
     print("\n" + "\n".join(lines))
@@ -229,6 +236,14 @@ def test_parser(parser, test, args):
           f"hyperedges/sentence, {full.short.errors} EVALB errors; load {os.getloadavg()[0]:.2f}")
     print("\n1-best\n" + full.table())
     print(f"\n{args.k}-best oracle\n" + best_k.table())
+    if args.samples:
+        parser.samples = args.samples
+        _, sampled, sampled_cpu = score(parser, test, k=args.k, with_forest=True)
+        parser.samples = 0
+        sampled_k = oracle(test, sampled, SCORE_ALL)
+        print(f"\n{args.k}-best oracle, lists with {args.samples} dropout samples\n" + sampled_k.table())
+        print(f"\nSpanCRF, {args.samples} dropout samples: oracle@{args.k} {sampled_k.short.f1:.2f}, "
+              f"parse {sampled_cpu:.1f} s")
     return summary("SpanCRF", full, best_k, args.k, args.train_seconds, full_cpu)
 
 

@@ -61,25 +61,29 @@ def load() -> str:
         return " ".join(f.read().split()[:3])
 
 
-def pipeline_parser(path: Path):
-    """The parser of a trained pipeline's ``forest_parser``."""
+def pipeline_parser(path: Path, samples: int = 0):
+    """The parser of a trained pipeline's ``forest_parser``, its lists
+    filled from ``samples`` dropout samples (a span CRF's; 0: its k best)."""
     import spacy
 
-    return spacy.load(path).get_pipe("forest_parser").parser
+    return spacy.load(path, config={"components": {"forest_parser": {"samples": samples}}}).get_pipe(
+        "forest_parser").parser
 
 
 def cached_lists(cache: Path, k: int, n_folds: int, n_jobs: int, limit=None, forests: bool = False,
-                 symbols: SymbolTable = None, parser_model: Path = None, fold_models: Path = None):
+                 symbols: SymbolTable = None, parser_model: Path = None, fold_models: Path = None, samples: int = 0):
     """``{split: items}``: train jackknifed, dev and test parsed by the train
     grammar (or by the pipelines ``parser_model`` and
     ``fold_models/fold_F/model-last``, each fold's trained to the end of its
     schedule). Read from ``cache`` (``{split}.msgpack`` with forests,
     ``{split}.trees.msgpack`` without: quick to read) when ``meta.json``
     there has these settings, else parsed and saved there. Forests are read
-    into ``symbols``."""
-    meta = {"k": k, "n_folds": n_folds, "limit": limit, "parser": str(parser_model) if parser_model else "pcfg"}
+    into ``symbols``. ``samples``: the span CRFs' lists are filled from
+    that many dropout samples."""
+    meta = {"k": k, "n_folds": n_folds, "limit": limit, "parser": str(parser_model) if parser_model else "pcfg",
+            "samples": samples}
     stored = srsly.read_json(cache / "meta.json") if (cache / "meta.json").exists() else {}
-    fresh = {key: stored.get(key) for key in meta} != meta
+    fresh = {key: stored.get(key, 0 if key == "samples" else None) for key in meta} != meta  # caches before samples hold 0
     rescored = stored.get("format") != FORMAT_VERSION  # lists of an older format: scores recomputed on load
     symbols = symbols if symbols is not None else SymbolTable()
     train_trees = ptb_trees("train")[:limit]
@@ -98,13 +102,13 @@ def cached_lists(cache: Path, k: int, n_folds: int, n_jobs: int, limit=None, for
             out[split] = items
             continue
         if split == "train" and parser_model:
-            parsers = [pipeline_parser(fold_models / f"fold_{f}" / "model-last") for f in range(n_folds)]
+            parsers = [pipeline_parser(fold_models / f"fold_{f}" / "model-last", samples) for f in range(n_folds)]
             items = fold_lists(train_trees, parsers, k=k, with_forest=True, symbols=symbols)
         elif split == "train":
             items = jackknife_lists(train_trees, n_folds=n_folds, k=k, with_forest=True, n_jobs=n_jobs,
                                     symbols=symbols)
         elif parser_model:
-            items = parse_lists(ptb_trees(split)[:limit], pipeline_parser(parser_model), k=k, with_forest=True,
+            items = parse_lists(ptb_trees(split)[:limit], pipeline_parser(parser_model, samples), k=k, with_forest=True,
                                 progress=True, symbols=symbols)
         else:
             parser = parser or parser_from_trees(train_trees)
@@ -246,7 +250,8 @@ def forest_rows(args, lam, b, timings):
     ``--forest-k``, and choose α on the first 100 dev lists."""
     symbols = SymbolTable()
     lists = cached_lists(args.cache, args.k, args.folds, args.n_jobs, args.max_steps or None, forests=True,
-                         symbols=symbols, parser_model=args.parser_model, fold_models=args.fold_models)
+                         symbols=symbols, parser_model=args.parser_model, fold_models=args.fold_models,
+                         samples=args.samples)
     n, k = args.forest_sentences, args.forest_k
     train, dev, test = first_k(lists["train"][:n], k), first_k(lists["dev"][:100], k), first_k(lists["test"], k)
     tag = f"{len(train)}s k{k}"
@@ -294,6 +299,8 @@ def main():
                     help="a trained pipeline whose forest_parser parses dev and test (default: the PCFG)")
     ap.add_argument("--fold-models", type=Path, default=None,
                     help="with --parser-model: DIR/fold_F/model-last parses fold F of train (F < --folds)")
+    ap.add_argument("--samples", type=int, default=0,
+                    help="with --parser-model: lists keep the k // 2 best and fill up from this many dropout samples")
     ap.add_argument("--json", type=Path, default=None, help="write the table's rows here")
     args = ap.parse_args()
     if args.max_steps > 0:  # a smoke run: few folds, one epoch, no tuning
@@ -302,8 +309,10 @@ def main():
         args.forest_sentences = min(args.forest_sentences, args.max_steps)
     if (args.parser_model is None) != (args.fold_models is None):
         ap.error("--parser-model and --fold-models go together")
+    if args.samples and args.parser_model is None:
+        ap.error("--samples needs span CRFs (--parser-model and --fold-models)")
     lists = cached_lists(args.cache, args.k, args.folds, args.n_jobs, args.max_steps or None,
-                         parser_model=args.parser_model, fold_models=args.fold_models)
+                         parser_model=args.parser_model, fold_models=args.fold_models, samples=args.samples)
     if args.lists_only:
         return
     train, dev, test = (first_k(lists[s], args.k) for s in ("train", "dev", "test"))

@@ -12,7 +12,7 @@ from spacy.training import Example
 import spacy_structpref.components.factories  # noqa: F401  (registers the factories)
 from spacy_structpref.components.forest_parser import FALLBACK_KEY, SPAN_CRF_ARCH
 from spacy_structpref.corpora import corpus_docs, ptb_trees
-from spacy_structpref.errors import SavedModelError
+from spacy_structpref.errors import SavedModelError, StructPrefError
 from spacy_structpref.trees import Forest, SymbolTable, nbest_trees, to_bracketed
 
 from tests.helpers.fixtures import slow_fixture
@@ -111,6 +111,34 @@ def test_wrong_model_loads_are_refused_and_change_nothing(trained, tmp_path):
     with pytest.raises(SavedModelError, match="PCFG"):
         span.from_bytes(pcfg.to_bytes())
     assert span.model is model and span.parser is parser and span.cfg == before
+
+
+def test_lists_from_dropout_samples_set_at_load_batch_like_one_by_one(trained, tmp_path):
+    trained.to_disk(tmp_path / "nlp")
+    with pytest.warns(UserWarning, match="samples = 3 given at load"):
+        nlp = spacy.load(tmp_path / "nlp", config={"components": {"forest_parser": {"samples": 3}}})
+    assert nlp.get_pipe("forest_parser").parser.samples == 3
+    gold = corpus_docs("ptb", "test", nlp.vocab, limit=6)
+    batched = list(nlp.pipe((plain(nlp, d) for d in gold), batch_size=4))
+    single = [trained(plain(trained, d)) for d in gold]
+    added = 0
+    for a, d in zip(batched, gold):
+        b = nlp(plain(nlp, d))
+        assert [t for _, t in a._.nbest] == [t for _, t in b._.nbest]
+        assert len(a._.nbest) == len({t for _, t in a._.nbest})
+    for a, own in zip(batched, single):
+        # the model's k // 2 best kept, first, with their log p
+        assert [t for _, t in a._.nbest[:2]] == [t for _, t in own._.nbest[:2]]
+        np.testing.assert_allclose([lp for lp, _ in a._.nbest[:2]], [lp for lp, _ in own._.nbest[:2]], rtol=1e-6)
+        added += len({t for _, t in a._.nbest} - {t for _, t in own._.nbest})
+    assert added > 0
+
+
+def test_samples_need_a_span_crf_and_a_count():
+    with pytest.raises(StructPrefError, match="needs a span CRF"):
+        spacy.blank("en").add_pipe("forest_parser", config={"samples": 2})
+    with pytest.raises(StructPrefError, match="samples"):
+        span_nlp(samples=-1)
 
 
 def test_long_doc_falls_back_within_max_length_rules(trained):

@@ -14,7 +14,7 @@ from spacy_structpref.models.span_crf import SpanCRF
 from spacy_structpref.models.span_ensemble import SpanCRFEnsemble
 from spacy_structpref.parsing import span_chart
 from spacy_structpref.parsing.parser import TOO_LONG
-from spacy_structpref.parsing.span_parser import SpanParser, crf_loss, tag_loss
+from spacy_structpref.parsing.span_parser import SpanParser, crf_loss, sampled_list, tag_loss, tree_score
 from spacy_structpref.parsing.span_trees import SpanLabels, spans_to_tree, tree_to_spans
 from spacy_structpref.scoring.parseval import EvalbParams, evalb
 from spacy_structpref.trees.brackets import parse_bracketed, to_bracketed
@@ -281,7 +281,8 @@ def test_bad_input_is_refused(trained, short_trees):
         parser.update([parse_bracketed("(TOP (S (NP (XYZ a)) (VP (VBZ b))))")])
     with pytest.raises(StructPrefError, match="unknown span label"):
         parser.update([parse_bracketed("(TOP (S (QQ (DT a)) (VP (VBZ b))))")])
-    for settings in (dict(threshold=1.5), dict(max_length=0), dict(batch_size=0)):
+    for settings in (dict(threshold=1.5), dict(max_length=0), dict(batch_size=0), dict(samples=-1),
+                     dict(samples=1.5)):
         with pytest.raises(StructPrefError):
             SpanParser(parser.model, parser.labels, parser.tags, **settings)
     with pytest.raises(StructPrefError, match="tags"):
@@ -292,6 +293,94 @@ def test_bad_input_is_refused(trained, short_trees):
     other = SpanParser.from_trees(short_trees[:3], SpanCRF(**SMALL))
     with pytest.raises(SavedModelError, match="new model"):
         other.from_bytes(parser.to_bytes())
+
+
+def every_tree(chart):
+    """``{sorted spans: S(T)}`` of every labelled tree of a small chart, by
+    enumerating its k best with k above their number."""
+    return {tuple(sorted(spans)): score for score, spans in span_chart.kbest(chart, 10 ** 6)}
+
+
+@pytest.mark.parametrize("n, L, k, seed", [(3, 3, 6, 0), (4, 2, 10, 1), (4, 3, 7, 2), (2, 2, 50, 3)])
+def test_a_sampled_list_keeps_the_charts_best_half_and_scores_every_tree_exactly(n, L, k, seed):
+    chart = random_chart(n, L, seed)
+    samples = [chart + random_chart(n, L, seed * 10 + s) for s in range(3)]
+    everything = every_tree(chart)
+    listed = span_chart.kbest(chart, k)
+    got = sampled_list(chart, listed, samples, k)
+    keys = [tuple(sorted(spans)) for _, spans in got]
+    assert len(keys) == min(k, len(everything)) and len(set(keys)) == len(keys)
+    for score, key in zip([score for score, _ in got], keys):
+        assert score == pytest.approx(everything[key]) == pytest.approx(tree_score(chart, list(key)))
+    assert [score for score, _ in got] == sorted((score for score, _ in got), reverse=True)
+    assert {tuple(sorted(spans)) for _, spans in listed[:max(1, k // 2)]} <= set(keys)
+    # the rest come from the samples' lists, in turn, before the chart's own next trees
+    pools = [[tuple(sorted(spans)) for _, spans in span_chart.kbest(c, k)] for c in samples]
+    from_samples = set().union(*pools)
+    rest = [key for key in keys if key not in {tuple(sorted(sp)) for _, sp in listed[:max(1, k // 2)]}]
+    if len(from_samples) >= k:
+        assert set(rest) <= from_samples
+
+
+def test_a_list_sampled_from_the_chart_itself_is_its_k_best():
+    chart = random_chart(4, 3, 4)
+    listed = span_chart.kbest(chart, 12)
+    got = sampled_list(chart, listed, [chart, chart], 12)
+    assert [tuple(sorted(spans)) for _, spans in got] == [tuple(sorted(spans)) for _, spans in listed]
+    np.testing.assert_allclose([score for score, _ in got], [score for score, _ in listed])
+
+
+@pytest.fixture(scope="module")
+def with_dropout(short_trees):
+    fix_random_seed(2)
+    parser = SpanParser.from_trees(short_trees, SpanCRF(**{**SMALL, "dropout": 0.3}), batch_size=4)
+    opt = Adam(5e-3)
+    for epoch in range(8):
+        for b in range(0, len(short_trees), 5):
+            parser.update(short_trees[b:b + 5], opt)
+    return SpanParser(parser.model, parser.labels, parser.tags, threshold=0.01, batch_size=4, samples=4)
+
+
+def test_dropout_samples_add_trees_scored_under_the_model_without_dropout(with_dropout, short_trees):
+    parser = with_dropout
+    plain = SpanParser(parser.model, parser.labels, parser.tags, threshold=0.01, batch_size=4)
+    state = np.random.get_state()[1].copy()
+    new = 0
+    for tree in short_trees[:6]:
+        words = tree.leaves()
+        got, own = parser.parse(words, k=8), plain.parse(words, k=8)
+        assert got.nbest[0] == own.nbest[0] and got.log_prob == own.log_prob
+        assert [text for _, text in got.nbest[:4]] == [text for _, text in own.nbest[:4]]
+        texts = [text for _, text in got.nbest]
+        assert len(texts) == 8 and len(set(texts)) == 8
+        assert [lp for lp, _ in got.nbest] == sorted((lp for lp, _ in got.nbest), reverse=True)
+        # each tree's log p, recomputed from its bracketed text under the model without dropout
+        chart = parser._chart(parser.model.predict(parser.docs([words])).spans, len(words))
+        log_z = span_chart.log_partition(chart)
+        for log_p, text in got.nbest:
+            spans = [(i, j, parser.labels.index(label)) for i, j, label in tree_to_spans(parse_bracketed(text))[2]]
+            assert log_p == pytest.approx(tree_score(chart, spans) - log_z, abs=1e-4)
+        in_forest = {to_bracketed(t) for _, t in got.forest.trees(words)}
+        assert set(texts) <= in_forest
+        new += len(set(texts) - {text for _, text in own.nbest})
+    assert new > 0
+    assert (np.random.get_state()[1] == state).all()  # numpy's generator left as it was
+
+
+def test_sampled_lists_are_the_same_alone_in_any_batch_and_after_a_save(with_dropout, short_trees):
+    parser = with_dropout
+    sentences = [t.leaves() for t in short_trees[:7]]
+    together = parser.parse_many(sentences, k=6, with_forest=False)
+    reversed_ = parser.parse_many(sentences[::-1], k=6, with_forest=False)[::-1]
+    fresh = SpanParser(SpanCRF(**{**SMALL, "dropout": 0.3}), SpanLabels(["", "S"]), ["NN"])
+    fresh.from_bytes(parser.to_bytes())
+    assert fresh.samples == 4
+    for words, a, b in zip(sentences, together, reversed_):
+        alone = parser.parse(words, k=6, with_forest=False)
+        loaded = fresh.parse(words, k=6, with_forest=False)
+        for other in (b, alone, loaded):
+            assert [text for _, text in other.nbest] == [text for _, text in a.nbest]
+            np.testing.assert_allclose([lp for lp, _ in other.nbest], [lp for lp, _ in a.nbest], atol=1e-4)
 
 
 @pytest.fixture(scope="module")
@@ -322,6 +411,26 @@ def test_an_ensembles_chart_is_the_weighted_mean_of_its_members_charts_by_label(
         best = span_chart.kbest(expected, 3)
         log_z = span_chart.log_partition(expected)
         np.testing.assert_allclose([lp for lp, _ in result.nbest], [s - log_z for s, _ in best], atol=1e-3)
+
+
+def test_an_ensembles_dropout_sample_is_the_mean_of_its_members_samples(with_dropout, trained, short_trees):
+    from spacy_structpref.models.span_ensemble import dropout_scores
+
+    ens = SpanParser.ensemble([with_dropout, trained[0]], [1.0, 1.0])
+    words = short_trees[0].leaves()
+    docs = ens.docs([words])
+    np.random.seed(11)
+    got = ens._chart(dropout_scores(ens.model, docs).spans, len(words))
+    np.random.seed(11)
+    members = [p._chart(dropout_scores(p.model, docs).spans, len(words)) for p in (with_dropout, trained[0])]
+    assert not np.allclose(got, ens._chart(ens.model.predict(docs).spans, len(words)))  # dropout was on
+    i, j = np.triu_indices(len(words), 1, len(words) + 1)
+    assert ens.labels == trained[0].labels == with_dropout.labels  # both trained on short_trees
+    np.testing.assert_allclose(got[i, j], (members[0][i, j] + members[1][i, j]) / 2, rtol=1e-5, atol=1e-5)
+    ens.samples = 3
+    result = ens.parse(words, k=6, with_forest=False)
+    assert len({text for _, text in result.nbest}) == 6 and result.nbest[0][1] == to_bracketed(ens.parse(
+        words, k=1, with_forest=False).tree)
 
 
 def test_a_saved_ensemble_parses_as_before_and_is_not_trained(trained, ensemble, short_trees):

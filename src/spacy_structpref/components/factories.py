@@ -87,12 +87,13 @@ def make_distro_textcat(nlp: Language, name: str, model: Model, w_steps: int, a_
     default_score_weights={**PARSEVAL_WEIGHTS, "parse_fallbacks": None, "parse_too_long": None},
 )
 def make_forest_parser(nlp: Language, name: str, model: Model, threshold: float, max_length: Optional[int],
-                       k: int, set_tags: bool, store_forest: bool, spans_key: str, scorer: Optional[Callable]):
+                       k: int, samples: int, set_tags: bool, store_forest: bool, spans_key: str,
+                       scorer: Optional[Callable]):
     guard_pipeline(nlp)
     from .forest_parser import ForestParser
 
     return ForestParser(nlp.vocab, model, name, scorer=scorer, threshold=threshold, max_length=max_length, k=k,
-                        set_tags=set_tags, store_forest=store_forest, spans_key=spans_key)
+                        samples=samples, set_tags=set_tags, store_forest=store_forest, spans_key=spans_key)
 
 
 @Language.factory(

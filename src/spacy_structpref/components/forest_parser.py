@@ -55,7 +55,10 @@ DEFAULT_CONFIG = {"model": {"@architectures": PCFG_ARCH}, **{key: DEFAULT_SETTIN
 
 class ForestParser(StructPrefPipe, TrainablePipe):
     """Settings (see ``DEFAULT_CONFIG``), whatever the model: ``k``, the
-    k-best list's length; ``threshold``, forest hyperedges whose posterior
+    k-best list's length; ``samples``: with S > 0 (a span CRF only), the
+    list keeps the model's k // 2 best and takes the rest from S forward
+    passes with dropout on (Monte Carlo dropout), each tree scored by the
+    model; ``threshold``, forest hyperedges whose posterior
     is below it are pruned; ``max_length``: a Doc of more tokens gets the
     flat fallback tree at once, flagged and counted as a fallback, since
     chart time grows with the cube of the length (the PCFG: about 5 s and
@@ -84,6 +87,7 @@ class ForestParser(StructPrefPipe, TrainablePipe):
         self.name = name
         self.model = model
         self.cfg = {"model": ARCHITECTURES[model.name], **shared_settings(cfg)}
+        self._check_samples(self.cfg)
         self.scorer = scorer
         self._parser = None
         self._identity = (None, None)  # (the grammar, its identity): computed once per grammar
@@ -101,6 +105,12 @@ class ForestParser(StructPrefPipe, TrainablePipe):
                                   f"{self.cfg['model']}: configure [components.{self.name}.model] with "
                                   f"@architectures = \"{c['model']}\" to load it")
         shared_settings({key: c[key] for key in SHARED_SETTINGS})
+        self._check_samples(c)
+
+    def _check_samples(self, c: dict) -> None:
+        if c["samples"] and self.is_pcfg:
+            raise StructPrefError(f"{self.name}: samples = {c['samples']} needs a span CRF (k-best lists from its "
+                                  "dropout samples); the PCFG's lists come from its own search: set samples = 0")
 
     def pcfg_settings(self) -> dict:
         """The PCFG's settings with the component's, flat, as
@@ -195,8 +205,10 @@ class ForestParser(StructPrefPipe, TrainablePipe):
         self._record_vectors()
         return self
 
-    def _span_settings(self) -> dict:
-        return {"threshold": self.cfg["threshold"], "max_length": self.cfg["max_length"]}
+    def _span_settings(self, cfg: Optional[dict] = None) -> dict:
+        """The settings of the component (or of ``cfg``) that its span parser takes."""
+        cfg = self.cfg if cfg is None else cfg
+        return {key: cfg[key] for key in ("threshold", "max_length", "samples")}
 
     def update(self, examples: Iterable[Example], *, drop: float = 0.0, sgd=None,
                losses: Optional[Dict[str, float]] = None) -> Dict[str, float]:
@@ -321,7 +333,8 @@ class ForestParser(StructPrefPipe, TrainablePipe):
         if parser is not None:
             self.model, self._parser = parser.model, parser
         elif self._parser is not None:
-            self._parser.threshold, self._parser.max_length = cfg["threshold"], cfg["max_length"]
+            for key, value in self._span_settings().items():
+                setattr(self._parser, key, value)
 
     def _staged_span_parser(self, staged: dict, cfg: dict):
         """The span parser of the staged parts (None when the save holds no
@@ -344,8 +357,7 @@ class ForestParser(StructPrefPipe, TrainablePipe):
             model.set_dim(dim, value, force=True)
         model.from_bytes(data)
         check_finite_weights(self.name, model_weights(model))
-        return SpanParser(model, labels, tags, vocab=self.vocab, threshold=cfg["threshold"],
-                          max_length=cfg["max_length"])
+        return SpanParser(model, labels, tags, vocab=self.vocab, **self._span_settings(cfg))
 
 
 def _saved_bytes(saved):

@@ -101,10 +101,13 @@ def _trained(member: Model) -> bool:
 def _forward(model: Model, docs: List[Doc], is_train: bool):
     if is_train:
         raise StructPrefError("a span CRF ensemble is not trained: train its members, then assemble them")
-    outs = [member.predict(docs) for member in model.layers]
+    return _combine(model, [member.predict(docs) for member in model.layers]), _no_backprop
+
+
+def _combine(model: Model, outs: List[SpanCRFScores]) -> SpanCRFScores:
     spans = _mean(model, [o.spans for o in outs], model.attrs["label_maps"], log_softmax=False)
     tags = _mean(model, [o.tags for o in outs], model.attrs["tag_maps"], log_softmax=True)
-    return SpanCRFScores(spans, tags, outs[0].lengths), _no_backprop
+    return SpanCRFScores(spans, tags, outs[0].lengths)
 
 
 def _no_backprop(d):
@@ -141,6 +144,17 @@ def tag_logits(model: Model, docs: List[Doc]) -> List[Floats2d]:
     per_member = [member_tag_logits(m, docs) for m in model.layers]
     return [_mean(model, [logits[b] for logits in per_member], model.attrs["tag_maps"], log_softmax=True)
             for b in range(len(docs))]
+
+
+def dropout_scores(model: Model, docs: List[Doc]) -> SpanCRFScores:
+    """The scores of one forward pass with each member's training dropout
+    on: a sample of Monte Carlo dropout (Gal & Ghahramani 2016), which
+    treats the dropout masks as draws from an approximate posterior over
+    the weights. An ensemble's sample is the weighted mean of one sample of
+    each member. The masks come from the backend's random generator."""
+    if model.name != ENSEMBLE:
+        return model.begin_update(docs)[0]
+    return _combine(model, [member.begin_update(docs)[0] for member in model.layers])
 
 
 def is_trained(model: Model) -> bool:

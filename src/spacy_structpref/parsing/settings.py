@@ -36,6 +36,7 @@ DEFAULT_SETTINGS = {
     "max_expansions": 2000,
     "max_length": 100,
     "k": 50,
+    "samples": 0,
     "tag_mode": "ignore",
     "tag_bonus": 10.0,
     "set_tags": True,
@@ -44,8 +45,9 @@ DEFAULT_SETTINGS = {
 }
 
 
-# the settings of forest_parser whatever its model: output, k-best, forest pruning, the length bound
-SHARED_SETTINGS = ("threshold", "max_length", "k", "set_tags", "store_forest", "spans_key")
+# the settings of forest_parser whatever its model: output, k-best, forest pruning, the length bound;
+# samples (k-best lists from dropout samples) needs a span CRF and must stay 0 for the PCFG
+SHARED_SETTINGS = ("threshold", "max_length", "k", "samples", "set_tags", "store_forest", "spans_key")
 
 
 def parser_settings(settings: Optional[dict] = None) -> dict:
@@ -75,6 +77,7 @@ def check_parser_settings(c: dict) -> None:
         if not isinstance(c[key], bool):
             raise StructPrefError(f"{key} must be true or false, got {c[key]!r}")
     check_count("k", c["k"], 1)
+    check_count("samples", c["samples"], 0)
     check_count("rare_threshold", c["rare_threshold"], 0)
     # a known word's P(T | w) divides by (count + smooth)
     if not isinstance(c["smooth"], (int, float)) or not 0 <= c["smooth"] < float("inf"):

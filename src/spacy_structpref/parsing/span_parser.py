@@ -20,6 +20,8 @@ predicted tags, and the forest is the posterior-pruned
 (so a reranker's candidates are all in it). The results are
 :class:`~.parser.ParseResult` as the PCFG parser gives them.
 """
+import itertools
+import zlib
 from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -32,7 +34,7 @@ from thinc.api import Model, Optimizer
 
 from ..errors import SavedModelError, StructPrefError, check_count
 from ..models.span_crf import SpanCRF, SpanCRFScores, span_index
-from ..models.span_ensemble import ENSEMBLE, assemble, is_trained, tag_logits
+from ..models.span_ensemble import ENSEMBLE, assemble, dropout_scores, is_trained, tag_logits
 from ..models.weights import check_finite_weights, message_weights
 from ..saving import load_errors
 from ..trees.brackets import to_bracketed
@@ -40,6 +42,12 @@ from ..trees.arrays import SymbolTable
 from . import span_chart
 from .parser import TOO_LONG, ParseResult, fallback_result
 from .span_trees import SpanLabels, spans_to_tree, tree_to_spans
+
+
+def tree_score(chart: np.ndarray, spans: Sequence[Tuple[int, int, int]]) -> float:
+    """``S(T)``: the sum of the chart's scores of the tree's labelled spans."""
+    i, j, label = np.asarray(spans, dtype=np.int64).T
+    return float(chart[i, j, label].sum())
 
 
 def crf_loss(chart: np.ndarray, gold: Sequence[Tuple[int, int, int]],
@@ -67,7 +75,28 @@ def crf_loss(chart: np.ndarray, gold: Sequence[Tuple[int, int, int]],
     else:
         log_z, mu = span_chart.marginals(chart)
     mu[i, j, label] -= 1.0
-    return log_z - float(chart[i, j, label].sum()), mu
+    return log_z - tree_score(chart, gold), mu
+
+
+def sampled_list(chart: np.ndarray, listed, sampled: Sequence[np.ndarray], k: int):
+    """A k-best list that keeps the first ``k // 2`` (at least one) of
+    ``listed`` (the chart's k best, ``(S(T), spans)``) and fills the rest
+    with distinct trees taken in turn from the k-best lists of the
+    ``sampled`` charts (every sample's best, then every sample's second,
+    ...), then, should they run out, from the rest of ``listed``; each tree
+    scored under ``chart``, best first (the chart's best stays first)."""
+    kept = [spans for _, spans in listed[:max(1, k // 2)]]
+    seen = {tuple(sorted(spans)) for spans in kept}
+    pools = [[spans for _, spans in span_chart.kbest(c, k)] for c in sampled]
+    in_turn = (pool[rank] for rank in range(k) for pool in pools if rank < len(pool))
+    for spans in itertools.chain(in_turn, (spans for _, spans in listed[len(kept):])):
+        if len(kept) == k:
+            break
+        key = tuple(sorted(spans))
+        if key not in seen:
+            seen.add(key)
+            kept.append(spans)
+    return sorted(((tree_score(chart, spans), spans) for spans in kept), key=lambda x: -x[0])
 
 
 def tag_loss(logits, gold: Sequence[int]) -> Tuple[float, np.ndarray]:
@@ -92,10 +121,16 @@ class SpanParser:
     below it are pruned; ``max_length``: longer sentences get the flat
     fallback tree (the chart's time grows with the cube of the length, its
     memory with the square; None: no bound); ``batch_size``: sentences per
-    forward pass in :meth:`parse_many`."""
+    forward pass in :meth:`parse_many`; ``samples``: with S > 0, a k-best
+    list keeps the model's k // 2 best trees and fills the rest from the
+    k-best lists of S forward passes with the training dropout on (Monte
+    Carlo dropout, Gal & Ghahramani 2016: a free ensemble, whose lists hold
+    the gold tree more often than the model's own k best), every tree
+    scored by its exact ``log p`` under the model without dropout."""
 
     def __init__(self, model: Model, labels: SpanLabels, tags: Sequence[str], vocab: Optional[Vocab] = None,
-                 threshold: float = 1e-5, max_length: Optional[int] = None, batch_size: int = 64):
+                 threshold: float = 1e-5, max_length: Optional[int] = None, batch_size: int = 64,
+                 samples: int = 0):
         if not isinstance(labels, SpanLabels):
             raise StructPrefError(f"labels must be SpanLabels, got {type(labels).__name__}")
         tags = tuple(tags)
@@ -106,9 +141,11 @@ class SpanParser:
         if max_length is not None:
             check_count("max_length (None: no bound)", max_length, 1)
         check_count("batch_size", batch_size, 1)
+        check_count("samples", samples, 0)
         self.model, self.labels, self.tags = model, labels, tags
         self.vocab = vocab if vocab is not None else spacy.blank("en").vocab
         self.threshold, self.max_length, self.batch_size = threshold, max_length, batch_size
+        self.samples = samples
         self._tag_index = {t: i for i, t in enumerate(tags)}
         # one table for all of this parser's forests, as the PCFG parser's, so that they can be compared
         self.symbols = SymbolTable()
@@ -149,7 +186,7 @@ class SpanParser:
         tag_maps = [[p._tag_index.get(tag, -1) for tag in first.tags] for p in parsers]
         model = assemble([p.model for p in parsers], label_maps, tag_maps, weights)
         return cls(model, first.labels, first.tags, vocab=first.vocab, threshold=first.threshold,
-                   max_length=first.max_length, batch_size=first.batch_size)
+                   max_length=first.max_length, batch_size=first.batch_size, samples=first.samples)
 
     def _set_dims(self) -> None:
         for dim, value in (("nO", len(self.labels)), ("nT", len(self.tags))):
@@ -239,14 +276,34 @@ class SpanParser:
                 words = [t.text for t in docs[b]]
                 chart = self._chart(scores.spans[span_at[x]:span_at[x + 1]], len(words))
                 tags = [self.tags[t] for t in scores.tags[tag_at[x]:tag_at[x + 1]].argmax(axis=1).tolist()]
-                out[b] = self._decode(words, tags, chart, k, with_forest)
+                sampled = self._sampled_charts(docs[b]) if self.samples and k > 1 else []
+                out[b] = self._decode(words, tags, chart, k, with_forest, sampled)
         return out
 
+    def _sampled_charts(self, doc: Doc) -> List[np.ndarray]:
+        """The charts of ``samples`` forward passes over the sentence with
+        dropout on, in one batch of copies; the masks are drawn from the
+        backend's generator seeded by the words, so that a sentence gets the
+        same list alone or in any batch (numpy's generator is restored
+        afterwards)."""
+        random = self.model.ops.xp.random
+        state = random.get_state() if random is np.random else None
+        random.seed(zlib.crc32("\x1f".join(t.text for t in doc).encode("utf8")))
+        try:
+            scores = dropout_scores(self.model, [doc] * self.samples).on_host(self.model.ops)
+        finally:
+            if state is not None:
+                random.set_state(state)
+        span_at = scores.span_offsets()
+        return [self._chart(scores.spans[span_at[s]:span_at[s + 1]], len(doc)) for s in range(self.samples)]
+
     def _decode(self, words: List[str], tags: List[str], chart: np.ndarray, k: int,
-                with_forest: bool) -> ParseResult:
+                with_forest: bool, sampled: Sequence[np.ndarray] = ()) -> ParseResult:
         log_z = span_chart.log_partition(chart)
         labels = self.labels.labels
         listed = span_chart.kbest(chart, k)
+        if sampled:
+            listed = sampled_list(chart, listed, sampled, k)
         found = [(score - log_z, spans_to_tree(words, tags, [(i, j, labels[lab]) for i, j, lab in spans]))
                  for score, spans in listed]  # (log p, tree), the 1-best first
         # the forest keeps the listed trees (the first too: on ties it need not be the Viterbi tree the
@@ -265,7 +322,7 @@ class SpanParser:
         return srsly.msgpack_dumps({
             "model": self.model.to_bytes(), "labels": self.labels.to_dict(), "tags": list(self.tags),
             "lang": self.vocab.lang, "threshold": self.threshold, "max_length": self.max_length,
-            "batch_size": self.batch_size})
+            "batch_size": self.batch_size, "samples": self.samples})
 
     def from_bytes(self, data: bytes) -> "SpanParser":
         """Load what :meth:`to_bytes` wrote into this parser, whose model
@@ -275,6 +332,7 @@ class SpanParser:
             msg = srsly.msgpack_loads(data)
             labels, tags = SpanLabels.from_dict(msg["labels"]), tuple(msg["tags"])
             settings = {key: msg[key] for key in ("threshold", "max_length", "batch_size")}
+            settings["samples"] = msg.get("samples", 0)  # saves from before the setting list without samples
             vocab = self.vocab if self.vocab.lang == msg["lang"] else spacy.blank(msg["lang"]).vocab
             initialized = is_trained(self.model)
             for dim, value in (("nO", len(labels)), ("nT", len(tags))):
