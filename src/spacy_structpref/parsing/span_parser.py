@@ -285,7 +285,7 @@ class SpanParser:
         dropout on, in one batch of copies; the masks are drawn from the
         backend's generator seeded by the words, so that a sentence gets the
         same list alone or in any batch (numpy's generator is restored
-        afterwards)."""
+        afterwards; on a GPU, cupy's is left seeded)."""
         random = self.model.ops.xp.random
         state = random.get_state() if random is np.random else None
         random.seed(zlib.crc32("\x1f".join(t.text for t in doc).encode("utf8")))
