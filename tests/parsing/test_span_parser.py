@@ -14,7 +14,8 @@ from spacy_structpref.models.span_crf import SpanCRF
 from spacy_structpref.models.span_ensemble import SpanCRFEnsemble
 from spacy_structpref.parsing import span_chart
 from spacy_structpref.parsing.parser import TOO_LONG
-from spacy_structpref.parsing.span_parser import SpanParser, crf_loss, sampled_list, tag_loss, tree_score
+from spacy_structpref.parsing.span_parser import (SpanParser, crf_loss, sampled_list, seeded_generator, tag_loss,
+                                                  tree_score)
 from spacy_structpref.parsing.span_trees import SpanLabels, spans_to_tree, tree_to_spans
 from spacy_structpref.scoring.parseval import EvalbParams, evalb
 from spacy_structpref.trees.brackets import parse_bracketed, to_bracketed
@@ -473,3 +474,59 @@ def test_on_a_gpu_training_and_parsing_follow_the_cpu(short_trees):
     sentences = [t.leaves() for t in short_trees[:6]]
     best = [[r.log_prob for r in parser.parse_many(sentences, k=3)] for parser in (cpu, gpu)]
     np.testing.assert_allclose(best[1], best[0], atol=1e-2)
+
+
+class _PerDeviceGenerator:
+    """numpy's RandomState behind cupy.random's documented interface (one
+    generator object per device: get_random_state, set_random_state and
+    the RandomState class), to test the swap without a GPU."""
+    RandomState = np.random.RandomState
+
+    def __init__(self, seed):
+        self.current = np.random.RandomState(seed)
+
+    def get_random_state(self):
+        return self.current
+
+    def set_random_state(self, state):
+        self.current = state
+
+    def uniform(self, *args):
+        return self.current.uniform(*args)
+
+
+def test_a_seeded_block_draws_the_seeds_numbers_and_gives_numpys_generator_back():
+    np.random.seed(11)
+    expected_after = np.random.RandomState(11).uniform(size=3)
+    with seeded_generator(np.random, 5):
+        inside = np.random.uniform(size=4)
+    np.testing.assert_array_equal(inside, np.random.RandomState(5).uniform(size=4))
+    np.testing.assert_array_equal(np.random.uniform(size=3), expected_after)
+
+
+def test_a_seeded_block_swaps_a_per_device_generator_and_puts_the_callers_back():
+    random = _PerDeviceGenerator(11)
+    callers = random.get_random_state()
+    expected_after = np.random.RandomState(11).uniform(size=3)
+    with seeded_generator(random, 5):
+        inside = random.uniform(0.0, 1.0, 4)
+        assert random.get_random_state() is not callers
+    np.testing.assert_array_equal(inside, np.random.RandomState(5).uniform(0.0, 1.0, 4))
+    assert random.get_random_state() is callers
+    np.testing.assert_array_equal(random.uniform(0.0, 1.0, 3), expected_after)
+    with pytest.raises(ValueError), seeded_generator(random, 6):
+        raise ValueError("a failing block")
+    assert random.get_random_state() is callers
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not has_cupy_gpu, reason="needs cupy and a GPU")
+def test_on_a_gpu_a_seeded_block_leaves_cupys_generator_where_it_was():
+    import cupy
+
+    cupy.random.seed(11)
+    expected_after = cupy.random.RandomState(11).uniform(0.0, 1.0, 3)
+    with seeded_generator(cupy.random, 5):
+        inside = cupy.random.uniform(0.0, 1.0, 4)
+    cupy.testing.assert_array_equal(inside, cupy.random.RandomState(5).uniform(0.0, 1.0, 4))
+    cupy.testing.assert_array_equal(cupy.random.uniform(0.0, 1.0, 3), expected_after)

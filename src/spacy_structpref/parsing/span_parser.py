@@ -22,7 +22,8 @@ predicted tags, and the forest is the posterior-pruned
 """
 import itertools
 import zlib
-from typing import List, Optional, Sequence, Tuple
+from contextlib import contextmanager
+from typing import Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 import spacy
@@ -108,6 +109,28 @@ def tag_loss(logits, gold: Sequence[int]) -> Tuple[float, np.ndarray]:
     grad = np.exp(log_p)
     grad[rows, gold] -= 1.0
     return -float(log_p[rows, gold].sum()), grad
+
+
+@contextmanager
+def seeded_generator(random, seed: int) -> Iterator[None]:
+    """Run the block with the backend's global generator (``numpy.random``
+    or ``cupy.random``, whose draws Thinc's dropout masks take) seeded by
+    ``seed``, and give the caller's generator back unchanged afterwards:
+    numpy's state is saved and restored; cupy keeps one generator object
+    per device, which is swapped for a freshly seeded one and put back."""
+    swaps = hasattr(random, "set_random_state")  # cupy
+    saved = random.get_random_state() if swaps else random.get_state()
+    if swaps:
+        random.set_random_state(random.RandomState(seed))
+    else:
+        random.seed(seed)
+    try:
+        yield
+    finally:
+        if swaps:
+            random.set_random_state(saved)
+        else:
+            random.set_state(saved)
 
 
 class SpanParser:
@@ -284,16 +307,9 @@ class SpanParser:
         """The charts of ``samples`` forward passes over the sentence with
         dropout on, in one batch of copies; the masks are drawn from the
         backend's generator seeded by the words, so that a sentence gets the
-        same list alone or in any batch (numpy's generator is restored
-        afterwards; on a GPU, cupy's is left seeded)."""
-        random = self.model.ops.xp.random
-        state = random.get_state() if random is np.random else None
-        random.seed(zlib.crc32("\x1f".join(t.text for t in doc).encode("utf8")))
-        try:
+        same list alone or in any batch."""
+        with seeded_generator(self.model.ops.xp.random, zlib.crc32("\x1f".join(t.text for t in doc).encode("utf8"))):
             scores = dropout_scores(self.model, [doc] * self.samples).on_host(self.model.ops)
-        finally:
-            if state is not None:
-                random.set_state(state)
         span_at = scores.span_offsets()
         return [self._chart(scores.spans[span_at[s]:span_at[s + 1]], len(doc)) for s in range(self.samples)]
 
