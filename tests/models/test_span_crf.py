@@ -250,6 +250,17 @@ def test_bilstm_equals_the_one_sequence_at_a_time_reference(lengths, depth, nH, 
         np.testing.assert_allclose(y, expected, rtol=1e-10, atol=1e-12)
 
 
+def test_bilstm_takes_an_empty_batch_and_empty_sequences():
+    lstm, X, _ = _float64_bilstm(3, 2, 2, (3, 1), seed=1)
+    assert lstm.predict([]) == []
+    Y, backprop = lstm.begin_update([X[0], np.zeros((0, 3)), X[1]])
+    assert [y.shape for y in Y] == [(3, 4), (0, 4), (1, 4)]
+    dX = backprop([np.ones_like(y) for y in Y])
+    assert [d.shape for d in dX] == [(3, 3), (0, 3), (1, 3)]
+    empty, back = lstm.begin_update([np.zeros((0, 3))])
+    assert [y.shape for y in empty] == [(0, 4)] and [d.shape for d in back([np.zeros((0, 4))])] == [(0, 3)]
+
+
 def test_bilstm_parameter_gradients_match_finite_differences_of_the_reference():
     """Every entry of every layer's Wx, Wh and b (float64): backprop through
     the packed batch against central differences of the reference."""

@@ -340,7 +340,7 @@ class _Packing:
         active = (lengths[order][None, :] > numpy.arange(int(lengths.max()))[:, None]).sum(axis=1)
         offsets = numpy.concatenate([[0], numpy.cumsum(active)])
         step = numpy.repeat(numpy.arange(len(active)), active)
-        rank = numpy.concatenate([numpy.arange(n) for n in active])  # position among the running sequences
+        rank = numpy.arange(len(step)) - offsets[step]  # position among the running sequences
         seq = order[rank]
         first = numpy.concatenate([[0], numpy.cumsum(lengths)[:-1]])[seq]
         later = step > 0
@@ -352,6 +352,8 @@ class _Packing:
 def _bilstm_forward(model: Model, X: List[Floats2d], is_train: bool):
     ops, xp = model.ops, model.ops.xp
     nH, depth = model.get_dim("nH"), model.get_dim("depth")
+    if not X:
+        return [], lambda dY: []
     lengths = numpy.array([len(x) for x in X])
     pack = _Packing.of(xp, lengths)
     active, offsets = pack.active.tolist(), pack.offsets.tolist()
@@ -398,7 +400,7 @@ def _bilstm_forward(model: Model, X: List[Floats2d], is_train: bool):
             WhT = Wh.transpose(0, 2, 1)
             d_h = xp.stack([d_out[pack.forward, :nH], d_out[pack.backward, nH:]])  # (2, N, nH), BPTT adds to it
             d_gates = xp.empty((2, N, 4 * nH), dtype=dtype)
-            dc_next = xp.zeros((2, active[0], nH), dtype=dtype)  # rows past a step's active stay 0: ended
+            dc_next = xp.zeros((2, len(X), nH), dtype=dtype)  # rows past a step's active stay 0: ended
             for t in reversed(range(T)):
                 rows, n = slice(offsets[t], offsets[t + 1]), active[t]
                 a = acts[:, rows]
@@ -416,7 +418,7 @@ def _bilstm_forward(model: Model, X: List[Floats2d], is_train: bool):
                 else:
                     dg[..., nH:2 * nH] = 0.0  # c_{-1} = 0
                 dc_next[:, :n] = dc * f
-            later = d_gates[:, active[0]:]
+            later = d_gates[:, N - len(pack.previous):]  # the rows past step 0, as pack.previous lists them
             model.inc_grad(f"Wx{layer}", both.transpose(0, 2, 1) @ d_gates)
             model.inc_grad(f"Wh{layer}", hidden[:, pack.previous].transpose(0, 2, 1) @ later)
             model.inc_grad(f"b{layer}", d_gates.sum(axis=1))
