@@ -118,19 +118,16 @@ def seeded_generator(random, seed: int) -> Iterator[None]:
     ``seed``, and give the caller's generator back unchanged afterwards:
     numpy's state is saved and restored; cupy keeps one generator object
     per device, which is swapped for a freshly seeded one and put back."""
-    swaps = hasattr(random, "set_random_state")  # cupy
-    saved = random.get_random_state() if swaps else random.get_state()
-    if swaps:
+    if hasattr(random, "set_random_state"):  # cupy
+        saved, restore = random.get_random_state(), random.set_random_state
         random.set_random_state(random.RandomState(seed))
     else:
+        saved, restore = random.get_state(), random.set_state
         random.seed(seed)
     try:
         yield
     finally:
-        if swaps:
-            random.set_random_state(saved)
-        else:
-            random.set_state(saved)
+        restore(saved)
 
 
 class SpanParser:
