@@ -254,6 +254,18 @@ def test_kbest_equals_the_top_of_enumeration(seed, n, L, k):
     assert got[0][0] == pytest.approx(best)
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 6), st.integers(1, 4), st.integers(1, 80), st.booleans())
+def test_a_shorter_kbest_list_is_the_start_of_a_longer_one(seed, n, L, k, ties):
+    # lists of different lengths agree: a 10-best list is the 50-best list's start, ties included
+    scores = random_scores(seed, n, L)
+    if ties:
+        scores = np.round(scores / 2)
+    longest = kbest(scores, k)
+    for d in sorted(d for d in {1, 2, 3, k // 3, k // 2, k - 1} if 0 < d <= k):
+        assert kbest(scores, d) == longest[:d]
+
+
 def test_kbest_with_ties_gives_the_same_multiset_of_scores():
     scores = np.round(random_scores(4, 4, 3, scale=1.0))
     check_kbest(scores, 200)
