@@ -154,12 +154,17 @@ def test_long_doc_gets_the_flat_tree_at_once_and_is_counted(trained, dev):
     assert [s["kind"] for s in steps[:3]] == ["first", "lift", "attach"] and all(s["fallback"] for s in steps)
     short = trained(tagged(trained, dev[0]))
     assert FALLBACK_KEY not in short.user_data
+    long = trained(Doc(trained.vocab, words=words[:301], tags=tags[:301]))
+    assert long.user_data[FALLBACK_KEY] == "too long"
     scores = trained.evaluate([Example(tagged(trained, dev[0]), dev[0]),
-                               Example(Doc(trained.vocab, words=words[:301], tags=tags[:301]), doc)])
+                               Example(Doc(trained.vocab, words=words[:301], tags=tags[:301]), long)])
     assert scores["attach_too_long"] == 1
-    pipe.cfg["max_length"] = None
+    # the bound is the setting's: a lower one cuts shorter Docs, none cuts none (a short Doc keeps this quick)
+    pipe.cfg["max_length"] = 30
     try:
-        assert FALLBACK_KEY not in trained(Doc(trained.vocab, words=words[:301], tags=tags[:301])).user_data
+        assert trained(Doc(trained.vocab, words=words[:31], tags=tags[:31])).user_data[FALLBACK_KEY] == "too long"
+        pipe.cfg["max_length"] = None
+        assert FALLBACK_KEY not in trained(Doc(trained.vocab, words=words[:31], tags=tags[:31])).user_data
     finally:
         pipe.cfg["max_length"] = 300
     assert isinstance(pipe.predict([doc])[0], IncrementalParse)
