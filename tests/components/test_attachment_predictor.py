@@ -144,8 +144,12 @@ def test_long_doc_gets_the_flat_tree_at_once_and_is_counted(trained, dev):
     assert pipe.cfg["max_length"] == 300
     words = [t.text for d in dev for t in d] * 40
     tags = [t.tag_ for d in dev for t in d] * 40
+
+    def first(n: int) -> Doc:
+        return Doc(trained.vocab, words=words[:n], tags=tags[:n])
+
     start = time.perf_counter()
-    doc = trained(Doc(trained.vocab, words=words[:5000], tags=tags[:5000]))
+    doc = trained(first(5000))
     assert time.perf_counter() - start < 10
     assert doc.user_data[FALLBACK_KEY] == "too long" and doc._.attach_fallbacks == 5000
     assert to_bracketed(doc._.parse) == to_bracketed(Tree("TOP", [Tree("S", [Tree(t, [w]) for w, t in
@@ -154,17 +158,16 @@ def test_long_doc_gets_the_flat_tree_at_once_and_is_counted(trained, dev):
     assert [s["kind"] for s in steps[:3]] == ["first", "lift", "attach"] and all(s["fallback"] for s in steps)
     short = trained(tagged(trained, dev[0]))
     assert FALLBACK_KEY not in short.user_data
-    long = trained(Doc(trained.vocab, words=words[:301], tags=tags[:301]))
+    long = trained(first(301))
     assert long.user_data[FALLBACK_KEY] == "too long"
-    scores = trained.evaluate([Example(tagged(trained, dev[0]), dev[0]),
-                               Example(Doc(trained.vocab, words=words[:301], tags=tags[:301]), long)])
+    scores = trained.evaluate([Example(tagged(trained, dev[0]), dev[0]), Example(first(301), long)])
     assert scores["attach_too_long"] == 1
     # the bound is the setting's: a lower one cuts shorter Docs, none cuts none (a short Doc keeps this quick)
     pipe.cfg["max_length"] = 30
     try:
-        assert trained(Doc(trained.vocab, words=words[:31], tags=tags[:31])).user_data[FALLBACK_KEY] == "too long"
+        assert trained(first(31)).user_data[FALLBACK_KEY] == "too long"
         pipe.cfg["max_length"] = None
-        assert FALLBACK_KEY not in trained(Doc(trained.vocab, words=words[:31], tags=tags[:31])).user_data
+        assert FALLBACK_KEY not in trained(first(31)).user_data
     finally:
         pipe.cfg["max_length"] = 300
     assert isinstance(pipe.predict([doc])[0], IncrementalParse)
