@@ -16,8 +16,8 @@ from spacy_structpref.components.attachment_predictor import gold_tags
 from spacy_structpref.corpora import corpus_docs
 from spacy_structpref.errors import StructPrefError
 from spacy_structpref.incremental import (OTHERS, candidate_dag, candidate_edits, extend, fallback_edit,
-                                          foot_class)
-from spacy_structpref.trees import doc_to_tree, parse_bracketed, to_bracketed, tree_to_doc
+                                          foot_class, preference_sets_of)
+from spacy_structpref.trees import TreeSetDAG, doc_to_tree, parse_bracketed, to_bracketed, tree_to_doc
 
 from tests.helpers.fixtures import slow_fixture
 from tests.helpers.paths import CONFIGS
@@ -249,6 +249,8 @@ def test_clear_errors(trained):
         pipe.initialize(lambda: [Example(words, words)])
     with pytest.raises(StructPrefError, match="sample_size"):
         pipe.initialize(lambda: [Example(words, words)], sample_size=-1)
+    with pytest.raises(StructPrefError, match="cache_mb must be an integer"):
+        pipe.initialize(lambda: [Example(words, words)], cache_mb=-1)
     with pytest.raises(StructPrefError, match="cannot load"):
         pipe.from_bytes(b"\x93not msgpack")
 
@@ -290,6 +292,31 @@ def test_updates_train_the_perceptron_and_the_recursive_net():
     sgd = nlp.initialize(lambda: examples[:4])
     losses = [nlp.update(examples[:4], sgd=sgd, losses={})["attachment_predictor"] for _ in range(5)]
     assert losses[-1] < losses[0]
+
+
+def test_passes_read_kept_sets_and_pool_the_support_by_set(dev):
+    """A pass over examples seen before reads their kept preference sets
+    (nothing more is kept), and a set's support items pool with those of
+    its earlier passes; keeping nothing (``cache_mb = 0``) trains the same
+    learner."""
+    def train(cache_mb):
+        nlp = spacy.blank("en")
+        pipe = nlp.add_pipe("attachment_predictor", config={"specialise": False})
+        examples = [Example(d, d) for d in corpus_docs("ptb", "train", nlp.vocab, limit=10)]
+        pipe.initialize(lambda: examples, nlp=nlp, cache_mb=cache_mb)
+        pipe.update(examples)
+        kept = pipe.set_cache.nbytes
+        for _ in range(2):
+            pipe.update(examples)
+        assert pipe.set_cache.nbytes == kept and (kept > 0) == (cache_mb > 0)
+        return pipe
+
+    kept, built = train(1024), train(0)
+    assert kept.learner.n_updates == built.learner.n_updates
+    assert kept.learner.n_support == built.learner.n_support < 2 * kept.learner.n_updates
+    sets = [s.dag(kept.symbols, True) for s in preference_sets_of(kept.gold_trees(dev), kept.inventory)]
+    assert sets and all(np.allclose(kept.learner.utilities(c), built.learner.utilities(
+        TreeSetDAG(list(c), built.symbols))) for c in sets)
 
 
 def test_spacy_train_with_the_config(tmp_path):

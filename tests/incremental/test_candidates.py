@@ -8,8 +8,8 @@ from nltk.tree import Tree
 from spacy_structpref.corpora import ptb_trees
 from spacy_structpref.errors import StructPrefError
 from spacy_structpref.incremental import (ATTACH, FOOT_CLASSES, LIFT, OTHERS, CandidateSets, CPInventory,
-                                          CPType, PreferenceSet, candidate_dag, candidate_edits, connection_paths,
-                                          extend, foot_class, incremental_trees, preference_sets)
+                                          CPType, KeptSet, PreferenceSet, SetCache, candidate_dag, candidate_edits,
+                                          connection_paths, extend, foot_class, incremental_trees, preference_sets)
 from spacy_structpref.trees import SymbolTable, TreeSetDAG
 
 from tests.helpers.strategies import trees
@@ -211,8 +211,31 @@ def _check_kept_sets(tree: Tree, inventory: CPInventory):
     assert [part[i].roots for i in range(len(part))] == [built[i].roots for i in range(1, len(psets))]
 
 
+def _same_sets(got, expected, symbols):
+    assert [(s.word, s.foot, s.gold, len(s)) for s in got] == [(s.word, s.foot, s.gold, len(s)) for s in expected]
+    for s, e in zip(got, expected):
+        a, b = s.dag(symbols, True), e.dag(symbols, True)
+        assert (a.productions, a.children, a.roots, list(a)) == (b.productions, b.children, b.roots, list(b))
+
+
+def _check_set_cache(tree: Tree, inventory: CPInventory):
+    """A SetCache gives a tree's sets as preference_sets builds them, with
+    the same ids at every call, kept or (no room) built again."""
+    symbols = SymbolTable()
+    fresh = preference_sets(tree, inventory)
+    for max_bytes in (1 << 30, 0):
+        cache = SetCache(inventory, symbols, reduced=True, max_bytes=max_bytes)
+        first, ids = cache.sets([tree])
+        again, ids_again = cache.sets([tree])
+        assert ids == ids_again == [(0, s.word) for s in fresh]
+        _same_sets(first, fresh, symbols)
+        _same_sets(again, fresh, symbols)
+        assert all(isinstance(s, KeptSet if max_bytes else PreferenceSet) for s in first + again)
+        assert (cache.nbytes > 0) == (bool(max_bytes) and bool(fresh))
+
+
 # Each check on random trees (inventory from the same trees) and on PTB dev trees (inventory from train).
-CHECKS = [_check_against_references, _check_dag_sets, _check_kept_sets]
+CHECKS = [_check_against_references, _check_dag_sets, _check_kept_sets, _check_set_cache]
 
 
 @pytest.mark.parametrize("check", CHECKS)
@@ -228,6 +251,31 @@ def test_random_trees(check, a, b, c):
 def test_ptb_dev_trees(check, ptb_inventory_200):
     for tree in ptb_trees("dev")[:15]:
         check(tree, ptb_inventory_200)
+
+
+def test_set_cache_keeps_trees_while_they_fit_and_numbers_every_tree(ptb_inventory_200):
+    a, b, c = ptb_trees("dev")[:3]
+    symbols = SymbolTable()
+    probe = SetCache(ptb_inventory_200, symbols, True)
+    probe.sets([a])
+    cache = SetCache(ptb_inventory_200, symbols, True, max_bytes=probe.nbytes)  # room for a's sets only
+    sets, ids = cache.sets([a, b, a, c, b])
+    assert cache.nbytes == probe.nbytes and cache.full
+    trees, numbers = (a, b, a, c, b), (0, 1, 0, 2, 1)  # a tree coming again has its number
+    assert ids == [(n, s.word) for n, t in zip(numbers, trees) for s in preference_sets(t, ptb_inventory_200)]
+    kinds = [type(s) for s in sets]
+    assert set(kinds[:len(a.leaves()) - 1]) == {KeptSet} and PreferenceSet in kinds
+    _same_sets(sets, [s for t in trees for s in preference_sets(t, ptb_inventory_200)], symbols)
+    assert cache.serves(ptb_inventory_200, symbols, True)
+    assert not cache.serves(ptb_inventory_200, SymbolTable(), True)
+    assert not cache.serves(ptb_inventory_200, symbols, False)
+    assert not cache.serves(CPInventory.from_trees([a]), symbols, True)
+    with pytest.raises(StructPrefError, match="SymbolTable and with the reduction"):
+        sets[0].dag(SymbolTable(), True)
+    with pytest.raises(StructPrefError, match="SymbolTable and with the reduction"):
+        sets[0].dag(symbols, False)
+    with pytest.raises(StructPrefError, match="max_bytes must be an integer"):
+        SetCache(ptb_inventory_200, symbols, True, max_bytes=-1)
 
 
 def test_candidate_dag_needs_no_gold():

@@ -98,7 +98,11 @@ class AttachmentPredictor(LearnerPipe):
     utilities span a fraction of a unit, and at ``a = 1`` every choice
     looks almost uniform, so the score rewards prefixes with few
     alternatives rather than good ones. :meth:`fit_softmax_scale` sets
-    ``a`` by maximum likelihood on held-out Docs."""
+    ``a`` by maximum likelihood on held-out Docs.
+
+    ``set_cache`` is the :class:`~spacy_structpref.incremental.SetCache` of
+    the preference sets that training and scoring have read (None before
+    any; its size is ``initialize``'s ``cache_mb``)."""
 
     factory = FACTORY
     token_extensions = ("attachment",)  # a Step.to_dict()
@@ -126,6 +130,7 @@ class AttachmentPredictor(LearnerPipe):
                     "spans_key": spans_key, "max_length": max_length}
         self._set_cfg(self.cfg)
         self.inventory = None  # the CP inventory: set by initialize or loading
+        self._cache_mb, self.set_cache = 1024, None  # the preference sets' cache (see initialize)
         self.register_extensions()
 
     def _set_cfg(self, cfg: dict) -> None:
@@ -192,10 +197,17 @@ class AttachmentPredictor(LearnerPipe):
         self._set_cfg({"softmax_scale": scale})
 
     # ------------------------------------------------------------- training
-    def _preference_sets(self, trees: Iterable) -> List:
-        from ..incremental import preference_sets_of
+    def _preference_sets(self, trees: Iterable) -> Tuple[List, List]:
+        """``(sets, ids)`` of the trees' preference sets, through the set
+        cache (:class:`~spacy_structpref.incremental.SetCache`; a new one
+        whenever the inventory, the SymbolTable or the reduction changed)."""
+        from ..incremental import SetCache
 
-        return preference_sets_of(trees, self.inventory)
+        cache = self.set_cache
+        if cache is None or not cache.serves(self.inventory, self.symbols, self.cfg["reduced"]):
+            cache = self.set_cache = SetCache(self.inventory, self.symbols, self.cfg["reduced"],
+                                               self._cache_mb << 20)
+        return cache.sets(trees)
 
     def _learn(self, method: str, psets: Sequence, **kwargs):
         """``learner.method(sets, gold, keys, **kwargs)`` on the preference
@@ -207,22 +219,30 @@ class AttachmentPredictor(LearnerPipe):
                                                              self.cfg["specialise"], self.foot_class), **kwargs)
 
     def initialize(self, get_examples: Callable[[], Iterable[Example]], *,
-                   nlp: Optional[Language] = None, sample_size: int = 200) -> None:
+                   nlp: Optional[Language] = None, sample_size: int = 200, cache_mb: int = 1024) -> None:
         """Read the CP inventory off the examples' gold trees and initialize
         the learner on the preference sets of the first ``sample_size``
         trees (0: all), as spaCy initializes a model on a sample: the sets
         fix only the recursive net's label vocabulary (a label first seen
         later is its UNKNOWN label), and a treebank's sets, each with its
         prefix tree, take gigabytes. In a training config:
-        ``[initialize.components.attachment_predictor] sample_size = 0``."""
+        ``[initialize.components.attachment_predictor] sample_size = 0``.
+
+        The preference sets of the trees that training and scoring read are
+        kept, as arrays of up to ``cache_mb`` MiB in all (the PTB sample's
+        train and dev splits take about 350), so that each tree's sets are
+        built once however many epochs and evaluations read them; 0 keeps
+        none."""
         from ..incremental import CPInventory
 
         validate_get_examples(get_examples, "AttachmentPredictor.initialize")
         if isinstance(sample_size, bool) or not isinstance(sample_size, int) or sample_size < 0:
             raise StructPrefError(f"{self.name}: sample_size must be an integer >= 0, got {sample_size!r}")
+        check_count(f"{self.name}: cache_mb", cache_mb, 0)
+        self._cache_mb, self.set_cache = cache_mb, None
         trees = self.training_trees(eg.reference for eg in get_examples())
         self.inventory = CPInventory.from_trees(trees)
-        self._learn("initialize", self._preference_sets(trees[:sample_size or None]))
+        self._learn("initialize", self._preference_sets(trees[:sample_size or None])[0])
         self.trained_on = {"tagset": sorted({tag for tree in trees for _, tag in tree.pos()})}
         if nlp is not None:
             self.check_pipeline(nlp)
@@ -250,9 +270,9 @@ class AttachmentPredictor(LearnerPipe):
         examples = list(examples)
         validate_examples(examples, "AttachmentPredictor.update")
         self.require_inventory()
-        psets = self._preference_sets(self.gold_trees(eg.reference for eg in examples))
+        psets, ids = self._preference_sets(self.gold_trees(eg.reference for eg in examples))
         if psets:
-            step = self._learn("update", psets, sgd=None if sgd is False else sgd, losses={})
+            step = self._learn("update", psets, ids=ids, sgd=None if sgd is False else sgd, losses={})
             losses[self.name] += sum(step.values())
         return losses
 
@@ -350,7 +370,7 @@ class AttachmentPredictor(LearnerPipe):
         gold index."""
         self.require_inventory()
         utilities, gold = [], []
-        for s in self._preference_sets(self.gold_trees(docs)):  # DAGs one at a time: a split's take gigabytes
+        for s in self._preference_sets(self.gold_trees(docs))[0]:  # DAGs one at a time: a split's take gigabytes
             utilities.append(self.utilities(s.dag(self.symbols, self.cfg["reduced"]), s.foot))
             gold.append(s.gold)
         return utilities, gold

@@ -13,9 +13,10 @@ from collections.abc import Sequence as SequenceABC
 from dataclasses import dataclass
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
+import numpy as np
 from nltk.tree import Tree
 
-from ..errors import StructPrefError
+from ..errors import StructPrefError, check_count
 from ..trees.dag import TreeSetDAG
 from ..trees.arrays import SymbolTable
 from .paths import (ATTACH, CPType, check_edit, connection_paths, extend, incremental_trees,
@@ -183,43 +184,121 @@ def candidate_dag(prefix: Tree, token: str, edits: Sequence[Edit], symbols: Symb
     return dag
 
 
+@dataclass
+class KeptSet:
+    """What a learner reads of a :class:`PreferenceSet` (its word, foot,
+    gold index and candidates), without the prefix tree: the candidates are
+    kept as their DAG's :meth:`TreeSetDAG.to_arrays` over ``symbols``
+    (about 4 KiB for a PTB set of ~60 reduced candidates, where the set
+    with its prefix tree takes tens), and :meth:`dag` rebuilds the DAG from
+    them, several times faster than building it."""
+
+    arrays: Tuple[np.ndarray, ...]
+    symbols: SymbolTable
+    reduced: bool
+    word: int
+    foot: str
+    gold: Optional[int]
+
+    @classmethod
+    def of(cls, pset: PreferenceSet, dag: TreeSetDAG, reduced: bool) -> "KeptSet":
+        """``pset`` kept, ``dag`` being its candidates (``pset.dag(symbols, reduced)``)."""
+        return cls(dag.to_arrays(), dag.symbols, reduced, pset.word, pset.foot, pset.gold)
+
+    def __len__(self) -> int:
+        return len(self.arrays[3])
+
+    @property
+    def nbytes(self) -> int:
+        return sum(a.nbytes for a in self.arrays)
+
+    def dag(self, symbols: SymbolTable, reduced: bool = False) -> TreeSetDAG:
+        """The candidates' DAG, as :meth:`PreferenceSet.dag` built it (over the
+        same SymbolTable and reduction only: a clear error otherwise)."""
+        if symbols is not self.symbols or reduced != self.reduced:
+            raise StructPrefError("a kept preference set rebuilds its candidates only over the SymbolTable "
+                                  f"and with the reduction (reduced = {self.reduced}) it was built with")
+        return TreeSetDAG.from_arrays(symbols, *self.arrays)
+
+
 class CandidateSets(SequenceABC):
     """The candidates of many preference sets as a sequence whose item ``i``
-    is built on access (``psets[i].dag(symbols, reduced)``): the learners'
-    ``fit`` only indexes it, so a whole treebank's sets (~70 KiB each as
-    DAGs) are never held at once. With ``keep``, each set's DAG is kept
-    after its first build as :meth:`TreeSetDAG.to_arrays` (~5 KiB a set)
-    and later accesses rebuild it from them, several times faster than
-    building: for learners that pass over the same sets many times."""
+    is built on access (``psets[i].dag(symbols, reduced)``; a set may be a
+    :class:`KeptSet`): the learners' ``fit`` only indexes it, so a whole
+    treebank's sets (~70 KiB each as DAGs) are never held at once. With
+    ``keep``, each set is replaced by its :class:`KeptSet` at its first
+    build (~4 KiB a set), and later accesses rebuild from that: for
+    learners that pass over the same sets many times."""
 
-    def __init__(self, psets: Sequence[PreferenceSet], symbols: SymbolTable, reduced: bool = False,
-                 keep: bool = False):
+    def __init__(self, psets: Sequence, symbols: SymbolTable, reduced: bool = False, keep: bool = False):
         self.psets, self.symbols, self.reduced, self.keep = list(psets), symbols, reduced, keep
         self._sizes = [len(p) for p in self.psets]  # read at every minibatch: counted once
-        self._kept: List[Optional[tuple]] = [None] * len(self.psets) if keep else []
 
     def __len__(self) -> int:
         return len(self.psets)
 
     def __getitem__(self, i):
         if isinstance(i, slice):
-            part = CandidateSets(self.psets[i], self.symbols, self.reduced, self.keep)
-            if self.keep:
-                part._kept = self._kept[i]
-            return part
-        if not self.keep:
-            return self.psets[i].dag(self.symbols, self.reduced)
-        kept = self._kept[i]
-        if kept is None:
-            dag = self.psets[i].dag(self.symbols, self.reduced)
-            self._kept[i] = dag.to_arrays()
-            return dag
-        return TreeSetDAG.from_arrays(self.symbols, *kept)
+            return CandidateSets(self.psets[i], self.symbols, self.reduced, self.keep)
+        pset = self.psets[i]
+        if not self.keep or isinstance(pset, KeptSet):
+            return pset.dag(self.symbols, self.reduced)
+        dag = pset.dag(self.symbols, self.reduced)
+        self.psets[i] = KeptSet.of(pset, dag, self.reduced)
+        return dag
 
     def sizes(self) -> List[int]:
         """Each set's number of candidates, without building any (the list
         is the sequence's own: read it, do not change it)."""
         return self._sizes
+
+
+class SetCache:
+    """The preference sets (:func:`preference_sets`) of trees seen before,
+    as :class:`KeptSet` lists by the tree's bracketing: a trainer that goes
+    over the same treebank several times (spaCy's epochs, and its dev
+    evaluations) builds each tree's sets once. Kept up to ``max_bytes`` of
+    arrays; from the first tree that does not fit on, the sets of trees not
+    kept are built at every call (as PreferenceSets). Each distinct
+    tree gets a number for the cache's lifetime, so a set's id ``(tree
+    number, word)`` is the same whenever its tree comes again: what a
+    learner's ``update`` pools support by."""
+
+    def __init__(self, inventory: CPInventory, symbols: SymbolTable, reduced: bool = False,
+                 max_bytes: int = 1 << 30):
+        self.max_bytes = check_count("the set cache's max_bytes", max_bytes, 0)
+        self.inventory, self.symbols, self.reduced = inventory, symbols, reduced
+        self.nbytes, self.full = 0, max_bytes == 0  # full: trees not kept are no longer tried
+        self._number: Dict[str, int] = {}
+        self._kept: Dict[int, List[KeptSet]] = {}
+
+    def serves(self, inventory: CPInventory, symbols: SymbolTable, reduced: bool) -> bool:
+        """Whether the kept sets are those of this inventory, SymbolTable and reduction."""
+        return inventory is self.inventory and symbols is self.symbols and reduced == self.reduced
+
+    def sets(self, trees: Iterable[Tree]) -> Tuple[List, List[Tuple[int, int]]]:
+        """``(sets, ids)``: every tree's preference sets in order (KeptSets,
+        or PreferenceSets for trees beyond the cache's size) and each set's
+        id ``(tree number, word)``."""
+        from ..trees.brackets import to_bracketed
+
+        sets, ids = [], []
+        for tree in trees:
+            key = to_bracketed(tree)
+            number = self._number.setdefault(key, len(self._number))
+            tree_sets = self._kept.get(number)
+            if tree_sets is None:
+                tree_sets = preference_sets(tree, self.inventory)
+                if not self.full:
+                    tree_sets = [KeptSet.of(s, s.dag(self.symbols, self.reduced), self.reduced)
+                                 for s in tree_sets]
+                    size = sum(s.nbytes for s in tree_sets)
+                    self.full = self.nbytes + size > self.max_bytes
+                    if not self.full:
+                        self._kept[number], self.nbytes = tree_sets, self.nbytes + size
+            sets.extend(tree_sets)
+            ids.extend((number, s.word) for s in tree_sets)
+        return sets, ids
 
 
 def learner_inputs(psets: Sequence[PreferenceSet], symbols: SymbolTable, reduced: bool = True,
