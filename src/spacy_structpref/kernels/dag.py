@@ -53,16 +53,21 @@ def _self_kernels(dag: TreeSetDAG, lam: float, sigma: float, max_nodes: int) -> 
     """K(t, t), inf where it overflows."""
     key = ("self_kernels", lam, sigma)
     done = dag.per_tree.get(key, np.zeros(0))
-    if len(done) < len(dag):
-        if len(done):  # trees added since: only theirs
-            tree_of, node, cnt = dag.occurrence_arrays(len(done))
-            lists = _tree_lists(tree_of, node, cnt, len(dag) - len(done))
-        else:
-            lists = _all_tree_lists(dag)
+    if len(done) < len(dag):  # the trees added since the last call: only theirs
+        lists = _tree_lists(*dag.occurrence_arrays(len(done)), len(dag) - len(done))
         check_sizes(np.diff(lists[0]), max_nodes, "tree", "split it")
         new = _kernels.dag_self_kernels(*dag.dag_arrays(), *lists, lam, sigma)
         done = dag.per_tree[key] = np.concatenate([done, new])
     return done
+
+
+def _finite_self_kernels(dag: TreeSetDAG, lam: float, sigma: float, max_nodes: int) -> bool:
+    """Whether no K(t, t) of the set overflows (cached while the set is unchanged)."""
+    key = ("finite_self_kernels", lam, sigma)
+    finite = dag.cache.get(key)
+    if finite is None:
+        finite = dag.cache[key] = bool(np.isfinite(_self_kernels(dag, lam, sigma, max_nodes)).all())
+    return finite
 
 
 def _log_self_kernels(dag: TreeSetDAG, lam: float, sigma: float, max_nodes: int) -> np.ndarray:
@@ -79,17 +84,10 @@ def _log_self_kernels(dag: TreeSetDAG, lam: float, sigma: float, max_nodes: int)
 
 def _tree_lists(tree_of: np.ndarray, node: np.ndarray, cnt: np.ndarray, n_trees: int):
     """``(tree_off, nodes, cnt)`` as ``_kernels.dag_self_kernels`` reads them:
-    each tree's distinct nodes ascending (children first)."""
-    order = np.lexsort((node, tree_of))
-    return _offsets(tree_of[order], n_trees), node[order], cnt[order]
-
-
-def _all_tree_lists(dag: TreeSetDAG):
-    """:func:`_tree_lists` of every tree of the set (cached)."""
-    lists = dag.cache.get("tree_lists")
-    if lists is None:
-        lists = dag.cache["tree_lists"] = _tree_lists(*dag.occurrence_arrays(), len(dag))
-    return lists
+    each tree's distinct nodes ascending (children first), from occurrence
+    arrays in that order already (``TreeSetDAG.occurrence_arrays``, or a
+    selection of them in order)."""
+    return _offsets(tree_of, n_trees), node, cnt
 
 
 def _production_index(dag: TreeSetDAG):
@@ -197,18 +195,17 @@ def dag_weighted_sums(a: TreeSetDAG, weights, b: TreeSetDAG, lam: float = 0.4, s
                               f"{int(np.flatnonzero(~np.isfinite(weights))[0])}")
     if not len(a) or not len(b):
         return np.zeros(len(b))
-    if normalize and not (np.isfinite(_self_kernels(a, lam, sigma, max_nodes)).all()
-                          and np.isfinite(_self_kernels(b, lam, sigma, max_nodes)).all()):
+    if normalize and not (_finite_self_kernels(a, lam, sigma, max_nodes)
+                          and _finite_self_kernels(b, lam, sigma, max_nodes)):
         return _log_weighted_sums(a, weights, b, lam, sigma, normalize, max_nodes)
     # a's weights folded into its nodes, then per node u of b: S(u) = Σ_v w(v) Δ(u, v), v
     # over a's nodes of u's production only; a tree's sum is Σ_u c(u) S(u), u ascending
     order, index = _production_index(a)
     node_sums = _kernels.dag_node_sums(*index, _node_weights(a, weights, lam, sigma, normalize, max_nodes)[order],
                                        *b.dag_arrays(), lam, sigma)
-    tree_off, nodes, cnt = _all_tree_lists(b)
+    tree_of, nodes, cnt = b.occurrence_arrays()
     # bincount adds in input order: tree by tree, nodes ascending, as dag_block does
-    sums = np.bincount(np.repeat(np.arange(len(b)), np.diff(tree_off)), cnt * node_sums[nodes],
-                       minlength=len(b))
+    sums = np.bincount(tree_of, cnt * node_sums[nodes], minlength=len(b))
     if not np.isfinite(sums).all():
         return _log_weighted_sums(a, weights, b, lam, sigma, normalize, max_nodes)
     if normalize:
