@@ -211,7 +211,8 @@ def dag_speedup(learner, items, n: int = 20):
     times = {}
     t0 = time.perf_counter()
     for item in sample:
-        kernel.weighted_sum(chunk.prepared[0], coef, candidate_set(learner, item.candidates, item.log_probs).trees)
+        kernel.weighted_sums([(chunk.prepared[0], coef)],
+                             candidate_set(learner, item.candidates, item.log_probs).trees)
     times["support, DAG"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     for item in sample:

@@ -8,7 +8,7 @@ from nltk.tree import Tree
 
 from spacy_structpref.errors import StructPrefError
 from spacy_structpref.kernels import (TreeBatch, dag_kernel_block, dag_nbytes, dag_self_kernels,
-                                      dag_weighted_sums, gram)
+                                      dag_weighted_sums, dag_weighted_sums_over, gram)
 from spacy_structpref.trees import SymbolTable, TreeSetDAG, trees_to_arrays
 
 from tests.helpers.strategies import trees
@@ -52,6 +52,43 @@ def test_weighted_sums_equal_weights_times_gram(set1, set2, lam, sigma, normaliz
     np.testing.assert_allclose(sums, expected, rtol=1e-10, atol=1e-10 * np.abs(expected).max())
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.lists(candidate_sets(), min_size=1, max_size=4), candidate_sets(), st.sampled_from([0.4, 1.0]),
+       st.sampled_from([0, 1]), st.booleans(), st.integers(0, 2**32 - 1))
+def test_weighted_sums_over_supports_add_up(supports, candidates, lam, sigma, normalize, seed):
+    """Several supports in one pass equal the weights times the Gram blocks,
+    summed; one support equals dag_weighted_sums bit for bit."""
+    symbols = SymbolTable()
+    parts = [trees_to_arrays(s, symbols) for s in supports]
+    b = trees_to_arrays(candidates, symbols)
+    rng = np.random.default_rng(seed)
+    weights = [rng.normal(size=len(a)) for a in parts]
+    dags, cands = [TreeSetDAG(a) for a in parts], TreeSetDAG(b)
+    sums = dag_weighted_sums_over(list(zip(dags, weights)), cands, lam=lam, sigma=sigma, normalize=normalize)
+    expected = sum(w @ gram(a, b, lam=lam, sigma=sigma, normalize=normalize, n_threads=1) for a, w in zip(parts, weights))
+    np.testing.assert_allclose(sums, expected, rtol=1e-10, atol=1e-10 * np.abs(expected).max())
+    one = dag_weighted_sums_over([(dags[0], weights[0])], cands, lam=lam, sigma=sigma, normalize=normalize)
+    assert np.array_equal(one, dag_weighted_sums(dags[0], weights[0], cands, lam=lam, sigma=sigma,
+                                                 normalize=normalize))
+
+
+def test_weighted_sums_over_overflowing_supports():
+    """Supports whose sums overflow the fast loops are summed with logarithms, each normalised."""
+    deep = Tree.fromstring("(S " + " ".join(f"(A{i % 3} (B b) (C c))" for i in range(500)) + ")")
+    shallow = Tree.fromstring("(S (A0 (B b) (C c)))")
+    symbols = SymbolTable()
+    support, other, cands = (TreeSetDAG([deep, shallow], symbols), TreeSetDAG([deep], symbols),
+                             TreeSetDAG([deep, shallow], symbols))
+    parts = [(support, [1.0, -0.5]), (other, [2.0])]
+    sums = dag_weighted_sums_over(parts, cands, lam=1.0, normalize=True)
+    expected = sum(dag_weighted_sums(a, w, cands, lam=1.0, normalize=True) for a, w in parts)
+    np.testing.assert_allclose(sums, expected, rtol=1e-9)
+    assert np.isfinite(sums).all()
+    with pytest.raises(StructPrefError, match="double range"):  # the raw kernel overflows
+        dag_weighted_sums_over(parts, cands, lam=1.0)
+    assert dag_weighted_sums_over([], cands).tolist() == [0.0, 0.0]
+
+
 def test_sharing_is_counted_once():
     t = Tree.fromstring("(S (NP (DT the) (NN dog)) (VP (VB runs) (NP (DT the) (NN dog))))")
     dag = TreeSetDAG([t, t.copy(deep=True)])
@@ -74,6 +111,8 @@ def test_dag_errors():
         dag_weighted_sums(x, [1.0], y)
     with pytest.raises(StructPrefError, match="weights of shape"):
         dag_weighted_sums(x, [1.0, 2.0], TreeSetDAG(["(S (A a))"], x.symbols))
+    with pytest.raises(StructPrefError, match="mismatched vocabularies"):
+        dag_weighted_sums_over([(TreeSetDAG(["(S (A a))"], y.symbols), [1.0]), (x, [1.0])], y)
     with pytest.raises(StructPrefError, match="λ"):
         dag_kernel_block(x, lam=0)
     assert dag_kernel_block(TreeSetDAG([], symbols=x.symbols), x).shape == (0, 1)

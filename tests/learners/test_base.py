@@ -340,7 +340,7 @@ def test_composite_kernel_is_tree_kernel_plus_log_p_product(scored):
     for prepared in (as_pairs, as_dag, as_scored):
         np.testing.assert_allclose(kernel.block(prepared, other), expected, rtol=1e-10, atol=1e-12)
     w = np.linspace(-1, 1, len(t1))
-    np.testing.assert_allclose(kernel.weighted_sum(as_dag, w, other), w @ expected, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(kernel.weighted_sums([(as_dag, w)], other), w @ expected, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(kernel.block(kernel.join([as_pairs, other]), other),
                                np.vstack([expected, composite_gram(t2, lp2, lam=0.3, b=0.2)]),
                                rtol=1e-10, atol=1e-12)

@@ -70,7 +70,7 @@ def test_forest_kernel_scorer_equals_its_enumerated_definition(alpha):
     np.testing.assert_allclose(kernel.block(prepared, prepared), raw / np.sqrt(np.outer(np.diag(raw), np.diag(raw))),
                                rtol=1e-9)
     w = np.array([1.0, -0.5, 0.0, 2.0])
-    np.testing.assert_allclose(kernel.weighted_sum(prepared, w, prepared), w @ kernel.block(prepared, prepared))
+    np.testing.assert_allclose(kernel.weighted_sums([(prepared, w)], prepared), w @ kernel.block(prepared, prepared))
 
 
 def test_a_candidate_outside_the_forest_is_refused():

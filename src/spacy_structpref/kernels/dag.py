@@ -182,7 +182,45 @@ def dag_weighted_sums(a: TreeSetDAG, weights, b: TreeSetDAG, lam: float = 0.4, s
     nodes of ``a`` with its production. The sums run in the order of
     ``dag_block``'s weighted column, and equal it bit for bit. The weights
     must be finite numbers; ``max_nodes``: see :func:`dag_self_kernels`."""
+    return dag_weighted_sums_over([(a, weights)], b, lam, sigma, normalize, max_nodes)
+
+
+def dag_weighted_sums_over(supports, b: TreeSetDAG, lam: float = 0.4, sigma: float = 1, normalize: bool = False,
+                           max_nodes: int = MAX_NODES) -> np.ndarray:
+    """:func:`dag_weighted_sums` summed over ``supports``, pairs ``(a,
+    weights)``: the utilities of a support held in several sets (a
+    perceptron's chunks) in one pass over ``b``, each support's sums per
+    node of ``b`` added before they are gathered into its trees. One support
+    gives :func:`dag_weighted_sums` bit for bit; several, the sum of their
+    separate calls up to rounding."""
     lam, sigma, max_nodes = check_lambda(lam), check_sigma(sigma), check_max_nodes(max_nodes)
+    supports = [(a, _checked_weights(a, b, weights)) for a, weights in supports]
+    supports = [(a, weights) for a, weights in supports if len(a)]
+    if not supports or not len(b):
+        return np.zeros(len(b))
+    if normalize and not (_finite_self_kernels(b, lam, sigma, max_nodes)
+                          and all(_finite_self_kernels(a, lam, sigma, max_nodes) for a, _ in supports)):
+        return _log_weighted_sums_over(supports, b, lam, sigma, normalize, max_nodes)
+    # a's weights folded into its nodes, then per node u of b: S(u) = Σ_v w(v) Δ(u, v), v
+    # over a's nodes of u's production only; a tree's sum is Σ_u c(u) S(u), u ascending
+    node_sums = None
+    for a, weights in supports:
+        order, index = _production_index(a)
+        part = _kernels.dag_node_sums(*index, _node_weights(a, weights, lam, sigma, normalize, max_nodes)[order],
+                                      *b.dag_arrays(), lam, sigma)
+        node_sums = part if node_sums is None else node_sums + part
+    tree_of, nodes, cnt = b.occurrence_arrays()
+    # bincount adds in input order: tree by tree, nodes ascending, as dag_block does
+    sums = np.bincount(tree_of, cnt * node_sums[nodes], minlength=len(b))
+    if not np.isfinite(sums).all():
+        return _log_weighted_sums_over(supports, b, lam, sigma, normalize, max_nodes)
+    if normalize:
+        sums /= np.sqrt(_self_kernels(b, lam, sigma, max_nodes))
+    return sums
+
+
+def _checked_weights(a: TreeSetDAG, b: TreeSetDAG, weights) -> np.ndarray:
+    """One support's weights as a float array, checked (and the two sets' vocabularies)."""
     _check_pair(a, b)
     try:
         weights = np.asarray(weights, dtype=float)
@@ -193,24 +231,15 @@ def dag_weighted_sums(a: TreeSetDAG, weights, b: TreeSetDAG, lam: float = 0.4, s
     if not np.isfinite(weights).all():
         raise StructPrefError(f"the weights must be finite, got {weights[~np.isfinite(weights)][0]} for tree "
                               f"{int(np.flatnonzero(~np.isfinite(weights))[0])}")
-    if not len(a) or not len(b):
-        return np.zeros(len(b))
-    if normalize and not (_finite_self_kernels(a, lam, sigma, max_nodes)
-                          and _finite_self_kernels(b, lam, sigma, max_nodes)):
-        return _log_weighted_sums(a, weights, b, lam, sigma, normalize, max_nodes)
-    # a's weights folded into its nodes, then per node u of b: S(u) = Σ_v w(v) Δ(u, v), v
-    # over a's nodes of u's production only; a tree's sum is Σ_u c(u) S(u), u ascending
-    order, index = _production_index(a)
-    node_sums = _kernels.dag_node_sums(*index, _node_weights(a, weights, lam, sigma, normalize, max_nodes)[order],
-                                       *b.dag_arrays(), lam, sigma)
-    tree_of, nodes, cnt = b.occurrence_arrays()
-    # bincount adds in input order: tree by tree, nodes ascending, as dag_block does
-    sums = np.bincount(tree_of, cnt * node_sums[nodes], minlength=len(b))
-    if not np.isfinite(sums).all():
-        return _log_weighted_sums(a, weights, b, lam, sigma, normalize, max_nodes)
-    if normalize:
-        sums /= np.sqrt(_self_kernels(b, lam, sigma, max_nodes))
-    return sums
+    return weights
+
+
+def _log_weighted_sums_over(supports, b: TreeSetDAG, lam: float, sigma: float, normalize: bool,
+                            max_nodes: int) -> np.ndarray:
+    """The sums of :func:`dag_weighted_sums_over` where they overflow: each
+    support's with logarithms, then added."""
+    sums = sum(_log_weighted_sums(a, weights, b, lam, sigma, normalize, max_nodes) for a, weights in supports)
+    return finite_or_raise(sums, "kernel sum")
 
 
 def _log_weighted_sums(a: TreeSetDAG, weights: np.ndarray, b: TreeSetDAG, lam: float, sigma: float,

@@ -1,8 +1,9 @@
 """Kernels as the learners use them: ``prepare`` converts a list of items
 once (trees are hash-consed into a DAG, self-kernels cached), ``join``
 concatenates prepared lists, ``block`` gives the matrix of kernel values
-between two prepared lists and ``weighted_sum`` the vector
-``Σ_i w_i K(a_i, b_j)`` (a learner's utilities over its support);
+between two prepared lists and ``weighted_sums`` the vector
+``Σ_i w_i K(a_i, b_j)`` summed over parts ``(a, w)`` (a learner's utilities
+over a support held in several prepared lists);
 ``encode``/``decode`` (items as msgpack-ready data) let a learner save its
 support, and ``settings`` is what a saved support is checked against."""
 from collections.abc import Sequence as SequenceABC
@@ -13,7 +14,7 @@ from nltk.tree import Tree
 
 from ..errors import SavedModelError, StructPrefError, check_number
 from ..kernels.composite import reranking_kernel
-from ..kernels.dag import dag_kernel_block, dag_weighted_sums
+from ..kernels.dag import dag_kernel_block, dag_weighted_sums_over
 from ..kernels.forests import PreparedForest, forest_block
 from ..kernels.inputs import check_lambda, check_log_probabilities, check_sigma, check_weight
 from ..trees.arrays import SymbolTable
@@ -55,8 +56,8 @@ class TreeKernel:
     def block(self, a: TreeSetDAG, b: TreeSetDAG) -> np.ndarray:
         return dag_kernel_block(a, b, self.lam, self.sigma, self.normalize)
 
-    def weighted_sum(self, a: TreeSetDAG, weights, b: TreeSetDAG) -> np.ndarray:
-        return dag_weighted_sums(a, weights, b, self.lam, self.sigma, self.normalize)
+    def weighted_sums(self, parts, b: TreeSetDAG) -> np.ndarray:
+        return dag_weighted_sums_over(parts, b, self.lam, self.sigma, self.normalize)
 
     def settings(self) -> dict:
         return {"kind": "tree", "lam": self.lam, "sigma": self.sigma, "normalize": self.normalize}
@@ -81,8 +82,8 @@ class LinearKernel:
     def block(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return a @ b.T
 
-    def weighted_sum(self, a: np.ndarray, weights, b: np.ndarray) -> np.ndarray:
-        return (np.asarray(weights, dtype=float) @ a) @ b.T
+    def weighted_sums(self, parts, b: np.ndarray) -> np.ndarray:
+        return sum(((np.asarray(weights, dtype=float) @ a) @ b.T for a, weights in parts), np.zeros(len(b)))
 
     def settings(self) -> dict:
         return {"kind": "linear"}
@@ -145,11 +146,11 @@ class CompositeKernel:
     def block(self, x, y) -> np.ndarray:
         return reranking_kernel(self.tree_kernel.block(x[0], y[0]), x[1], y[1], self.b)
 
-    def weighted_sum(self, x, weights, y) -> np.ndarray:
-        # Σ_i w_i (K_ij + b lp_i lp'_j) = Σ_i w_i K_ij + b (Σ_i w_i lp_i) lp'_j
-        weights = np.asarray(weights, dtype=float)
-        return reranking_kernel(self.tree_kernel.weighted_sum(x[0], weights, y[0]),
-                                weights @ x[1], y[1], self.b)
+    def weighted_sums(self, parts, y) -> np.ndarray:
+        # Σ_i w_i (K_ij + b lp_i lp'_j) = Σ_i w_i K_ij + b (Σ_i w_i lp_i) lp'_j, over every part
+        parts = [(x, np.asarray(weights, dtype=float)) for x, weights in parts]
+        return reranking_kernel(self.tree_kernel.weighted_sums([(x[0], w) for x, w in parts], y[0]),
+                                sum((w @ x[1] for x, w in parts), 0.0), y[1], self.b)
 
     def settings(self) -> dict:
         return {"kind": "composite", "b": self.b, "tree_kernel": self.tree_kernel.settings()}
@@ -242,11 +243,12 @@ class ForestKernel:
     def block(self, a, b) -> np.ndarray:
         return forest_block(a, b, self.lam, progress=False) / np.outer(self._norms(a), self._norms(b))
 
-    def weighted_sum(self, a, weights, b) -> np.ndarray:
-        w = np.asarray(weights, dtype=float) / self._norms(a)
-        used = np.flatnonzero(w)  # a zero weight costs no kernel row
-        K = forest_block([a[i] for i in used], b, self.lam, progress=False)
-        return np.array([sum(w[i] * K[k, j] for k, i in enumerate(used)) for j in range(len(b))]) / self._norms(b)
+    def weighted_sums(self, parts, b) -> np.ndarray:
+        # a zero weight costs no kernel row
+        used = [(a[i], w) for a, weights in parts
+                for i, w in enumerate(np.asarray(weights, dtype=float) / self._norms(a)) if w]
+        K = forest_block([f for f, _ in used], b, self.lam, progress=False)
+        return np.array([sum(w * K[k, j] for k, (_, w) in enumerate(used)) for j in range(len(b))]) / self._norms(b)
 
     def settings(self) -> dict:
         return {"kind": "forest", "lam": self.lam, "alpha": self.alpha, "normalize": self.normalize}

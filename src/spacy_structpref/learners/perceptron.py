@@ -128,11 +128,10 @@ class KernelPerceptron(PreferenceLearner):
 
     def _utilities(self, prepared, n: int, averaged: bool) -> np.ndarray:
         self._flush()
-        u = np.zeros(n)
-        for chunk in self.chunks:
-            u += self.kernel.weighted_sum(chunk.prepared, self._coefficients(chunk, averaged),
-                                          prepared)
-        return u
+        if not self.chunks:
+            return np.zeros(n)
+        return self.kernel.weighted_sums([(chunk.prepared, self._coefficients(chunk, averaged))
+                                          for chunk in self.chunks], prepared)
 
     # -- learning -------------------------------------------------------------
     def initialize(self, sets: Optional[Sequence[Sequence]] = None,
