@@ -63,8 +63,12 @@ class TreeKernel:
         return {"kind": "tree", "lam": self.lam, "sigma": self.sigma, "normalize": self.normalize}
 
     def encode(self, items) -> list:
-        """Trees as flat pre-order lists (words exact, not escaped; see ``_encode_tree``)."""
-        return [_encode_tree(t.to_tree()) for t in tree_list(items, self.symbols)]
+        """Trees as flat pre-order lists (words exact, not escaped; see
+        ``_encode_tree``); nltk Trees (a perceptron's support) as they are,
+        other items through the kernels' conversion."""
+        items = list(items)
+        others = iter(tree_list([t for t in items if not isinstance(t, Tree)], self.symbols))
+        return [_encode_tree(t if isinstance(t, Tree) else next(others).to_tree()) for t in items]
 
     def decode(self, data: list) -> list:
         return [_decode_tree(x) for x in data]
