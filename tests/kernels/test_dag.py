@@ -89,6 +89,23 @@ def test_weighted_sums_over_overflowing_supports():
     assert dag_weighted_sums_over([], cands).tolist() == [0.0, 0.0]
 
 
+def test_rebuilt_dags_share_what_is_derived_per_tree_until_a_tree_is_added():
+    trees = ["(S (NP (DT the) (NN dog)) (VP (VB runs)))", "(S (NP (DT a) (NN cat)) (VP (VB runs)))"]
+    dag = TreeSetDAG(trees)
+    kept, arrays = {}, dag.to_arrays()
+    first = TreeSetDAG.from_arrays(dag.symbols, *arrays, per_tree=kept)
+    expected = dag_self_kernels(dag, lam=0.4)
+    np.testing.assert_array_equal(dag_self_kernels(first, lam=0.4), expected)
+    assert len(kept) == 1  # landed in the kept mapping
+    again = TreeSetDAG.from_arrays(dag.symbols, *arrays, per_tree=kept)
+    assert again.per_tree is kept
+    np.testing.assert_array_equal(dag_self_kernels(again, lam=0.4), expected)
+    again.add("(S (VP (VB runs)))")  # detaches: the kept values stay those of the two trees
+    assert again.per_tree is not kept
+    np.testing.assert_allclose(dag_self_kernels(again, lam=0.4), dag_self_kernels(TreeSetDAG(list(again)), lam=0.4))
+    assert [len(v) for v in kept.values()] == [2]
+
+
 def test_sharing_is_counted_once():
     t = Tree.fromstring("(S (NP (DT the) (NN dog)) (VP (VB runs) (NP (DT the) (NN dog))))")
     dag = TreeSetDAG([t, t.copy(deep=True)])

@@ -10,7 +10,7 @@ correct candidate and stays in the evaluation as an error.
 import json
 from collections import Counter
 from collections.abc import Sequence as SequenceABC
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -191,7 +191,8 @@ class KeptSet:
     kept as their DAG's :meth:`TreeSetDAG.to_arrays` over ``symbols``
     (about 4 KiB for a PTB set of ~60 reduced candidates, where the set
     with its prefix tree takes tens), and :meth:`dag` rebuilds the DAG from
-    them, several times faster than building it."""
+    them, several times faster than building it. What learners derive per
+    candidate (a kernel's self-kernels) is kept too, in ``per_tree``."""
 
     arrays: Tuple[np.ndarray, ...]
     symbols: SymbolTable
@@ -199,6 +200,7 @@ class KeptSet:
     word: int
     foot: str
     gold: Optional[int]
+    per_tree: Dict = field(default_factory=dict)
 
     @classmethod
     def of(cls, pset: PreferenceSet, dag: TreeSetDAG, reduced: bool) -> "KeptSet":
@@ -218,7 +220,7 @@ class KeptSet:
         if symbols is not self.symbols or reduced != self.reduced:
             raise StructPrefError("a kept preference set rebuilds its candidates only over the SymbolTable "
                                   f"and with the reduction (reduced = {self.reduced}) it was built with")
-        return TreeSetDAG.from_arrays(symbols, *self.arrays)
+        return TreeSetDAG.from_arrays(symbols, *self.arrays, per_tree=self.per_tree)
 
 
 class CandidateSets(SequenceABC):

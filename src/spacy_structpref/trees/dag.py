@@ -45,6 +45,7 @@ class TreeSetDAG(Sequence):
         self.roots: List[int] = []  # DAG node of each tree's root
         self.cache: Dict[Hashable, object] = {}
         self.per_tree: Dict[Hashable, np.ndarray] = {}
+        self._shared_per_tree = False  # per_tree is also a kept set's (from_arrays): copied before adding a tree
         for t in trees:
             self.add(t)
 
@@ -103,6 +104,8 @@ class TreeSetDAG(Sequence):
         """Add the tree whose root is DAG node ``root``; returns its index."""
         if not 0 <= root < len(self._prod):
             raise StructPrefError(f"no DAG node {root}: the DAG has {len(self._prod)} nodes")
+        if self._shared_per_tree:
+            self.per_tree, self._shared_per_tree = dict(self.per_tree), False
         self.roots.append(int(root))
         self.cache.clear()
         return len(self.roots) - 1
@@ -144,10 +147,15 @@ class TreeSetDAG(Sequence):
 
     @classmethod
     def from_arrays(cls, symbols: SymbolTable, prod: np.ndarray, kid_off: np.ndarray, kids: np.ndarray,
-                    roots: np.ndarray) -> "TreeSetDAG":
+                    roots: np.ndarray, per_tree: Optional[Dict[Hashable, np.ndarray]] = None) -> "TreeSetDAG":
         """The DAG :meth:`to_arrays` gave, over the ``symbols`` it was built
-        with (its productions are not checked again: they were when interned)."""
+        with (its productions are not checked again: they were when interned).
+        ``per_tree``, kept beside the arrays, is shared: what consumers derive
+        per tree (self-kernels) lands there for the next DAG rebuilt from the
+        same arrays, until a tree is added (the DAG then takes a copy)."""
         out = cls(symbols=symbols)
+        if per_tree is not None:
+            out.per_tree, out._shared_per_tree = per_tree, True
         flat, bounds = kids.tolist(), kid_off.tolist()
         out._prod = prod.tolist()
         out._kids = [tuple(flat[a:b]) for a, b in zip(bounds, bounds[1:])]
