@@ -53,6 +53,7 @@ FACTORY = "attachment_predictor"
 TAGGERS = ("distro_tagger", "tagger")  # the factories of the taggers whose tags it reads
 # doc.user_data flag of a Doc that got the flat tree for being longer than max_length
 FALLBACK_KEY = "attachment_predictor_fallback"
+CACHE_MB = 1024  # the preference sets' cache, unless initialize says otherwise
 
 
 def find_attachment_predictor(nlp: Language) -> "AttachmentPredictor":
@@ -130,7 +131,7 @@ class AttachmentPredictor(LearnerPipe):
                     "spans_key": spans_key, "max_length": max_length}
         self._set_cfg(self.cfg)
         self.inventory = None  # the CP inventory: set by initialize or loading
-        self._cache_mb, self.set_cache = 1024, None  # the preference sets' cache (see initialize)
+        self._cache_mb, self.set_cache = CACHE_MB, None  # the preference sets' cache (see initialize)
         self.register_extensions()
 
     def _set_cfg(self, cfg: dict) -> None:
@@ -219,7 +220,7 @@ class AttachmentPredictor(LearnerPipe):
                                                              self.cfg["specialise"], self.foot_class), **kwargs)
 
     def initialize(self, get_examples: Callable[[], Iterable[Example]], *,
-                   nlp: Optional[Language] = None, sample_size: int = 200, cache_mb: int = 1024) -> None:
+                   nlp: Optional[Language] = None, sample_size: int = 200, cache_mb: int = CACHE_MB) -> None:
         """Read the CP inventory off the examples' gold trees and initialize
         the learner on the preference sets of the first ``sample_size``
         trees (0: all), as spaCy initializes a model on a sample: the sets

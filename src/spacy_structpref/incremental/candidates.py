@@ -184,7 +184,7 @@ def candidate_dag(prefix: Tree, token: str, edits: Sequence[Edit], symbols: Symb
     return dag
 
 
-@dataclass
+@dataclass(eq=False)  # identity: its fields are arrays
 class KeptSet:
     """What a learner reads of a :class:`PreferenceSet` (its word, foot,
     gold index and candidates), without the prefix tree: the candidates are
