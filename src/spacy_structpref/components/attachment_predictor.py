@@ -231,7 +231,7 @@ class AttachmentPredictor(LearnerPipe):
 
         The preference sets of the trees that training and scoring read are
         kept, as arrays of up to ``cache_mb`` MiB in all (the PTB sample's
-        train and dev splits take about 350), so that each tree's sets are
+        train and dev splits take 315), so that each tree's sets are
         built once however many epochs and evaluations read them; 0 keeps
         none."""
         from ..incremental import CPInventory
