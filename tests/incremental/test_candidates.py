@@ -179,6 +179,11 @@ def test_gold_cps_rebuild_the_tree(tree):
 
 
 # -- candidate sets built straight into a DAG --------------------------------
+def _dag_key(dag: TreeSetDAG):
+    """What two candidate DAGs must share to be the same: nodes, roots and trees."""
+    return dag.productions, dag.children, dag.roots, list(dag)
+
+
 def _check_dag_sets(tree: Tree, inventory: CPInventory):
     """``PreferenceSet.dag`` is node for node the hash-consed candidate trees."""
     symbols = SymbolTable()  # shared, so production ids agree whichever side interns first
@@ -204,8 +209,7 @@ def _check_kept_sets(tree: Tree, inventory: CPInventory):
     built, kept = CandidateSets(psets, symbols, reduced=True), CandidateSets(psets, symbols, reduced=True, keep=True)
     for _ in range(2):  # the first access builds and keeps, the second rebuilds from the kept arrays
         for i in range(len(psets)):
-            a, b = built[i], kept[i]
-            assert (a.productions, a.children, a.roots, list(a)) == (b.productions, b.children, b.roots, list(b))
+            assert _dag_key(built[i]) == _dag_key(kept[i])
     part = kept[1:]
     assert part.keep and len(part) == len(psets[1:])
     assert [part[i].roots for i in range(len(part))] == [built[i].roots for i in range(1, len(psets))]
@@ -214,8 +218,7 @@ def _check_kept_sets(tree: Tree, inventory: CPInventory):
 def _same_sets(got, expected, symbols):
     assert [(s.word, s.foot, s.gold, len(s)) for s in got] == [(s.word, s.foot, s.gold, len(s)) for s in expected]
     for s, e in zip(got, expected):
-        a, b = s.dag(symbols, True), e.dag(symbols, True)
-        assert (a.productions, a.children, a.roots, list(a)) == (b.productions, b.children, b.roots, list(b))
+        assert _dag_key(s.dag(symbols, True)) == _dag_key(e.dag(symbols, True))
 
 
 def _check_set_cache(tree: Tree, inventory: CPInventory):

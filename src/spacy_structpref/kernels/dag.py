@@ -203,11 +203,11 @@ def dag_weighted_sums_over(supports, b: TreeSetDAG, lam: float = 0.4, sigma: flo
         return _log_weighted_sums_over(supports, b, lam, sigma, normalize, max_nodes)
     # a's weights folded into its nodes, then per node u of b: S(u) = Σ_v w(v) Δ(u, v), v
     # over a's nodes of u's production only; a tree's sum is Σ_u c(u) S(u), u ascending
-    node_sums = None
+    node_sums, b_arrays = None, b.dag_arrays()
     for a, weights in supports:
         order, index = _production_index(a)
         part = _kernels.dag_node_sums(*index, _node_weights(a, weights, lam, sigma, normalize, max_nodes)[order],
-                                      *b.dag_arrays(), lam, sigma)
+                                      *b_arrays, lam, sigma)
         node_sums = part if node_sums is None else node_sums + part
     tree_of, nodes, cnt = b.occurrence_arrays()
     # bincount adds in input order: tree by tree, nodes ascending, as dag_block does
