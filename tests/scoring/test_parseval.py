@@ -1,12 +1,15 @@
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from nltk.tree import Tree
 
 from spacy_structpref.corpora import ptb_trees
 from spacy_structpref.errors import StructPrefError
 from spacy_structpref.scoring import evalb
 from spacy_structpref.scoring.parseval import brackets, sentence_stats
 from spacy_structpref.trees import parse_bracketed as P
+from spacy_structpref.trees import to_bracketed
+from tests.helpers.strategies import trees
 
 GOLD = "(TOP (S (NP (DT The) (NN cat)) (VP (VBD sat) (PP (IN on) (NP (DT the) (NN mat)))) (. .)))"
 
@@ -171,6 +174,44 @@ def test_crossing_equals_the_pairwise_count(test, gold):
     test = [("X", min(a, b), max(a, b)) if a != b else ("X", a, -1) for a, b in test]
     gold = [("X", min(a, b), max(a, b)) if a != b else ("X", a, -1) for a, b in gold]
     assert _crossing(test, gold) == _crossing_reference(test, gold)
+
+
+# labels and tags that exercise EVALB's rules: a deleted label (TOP), an equal pair (ADVP, PRT), a
+# function tag cut off (NP-SBJ), deleted terminals (punctuation, -NONE-)
+_LABELS = ["S", "NP", "NP-SBJ", "ADVP", "PRT", "TOP"]
+_TAGS = ["DT", "NN", ".", ",", "-NONE-"]
+
+
+def _rebracketed(draw, leaves):
+    """A random tree over the preterminals ``leaves``, in order."""
+    if len(leaves) == 1:
+        return leaves[0] if draw(st.booleans()) else Tree(draw(st.sampled_from(_LABELS)), [leaves[0]])
+    cuts = sorted(set(draw(st.lists(st.integers(1, len(leaves) - 1), min_size=1, max_size=2))))
+    bounds = [0] + cuts + [len(leaves)]
+    return Tree(draw(st.sampled_from(_LABELS)), [_rebracketed(draw, leaves[a:b]) for a, b in zip(bounds, bounds[1:])])
+
+
+@settings(max_examples=200, deadline=None)
+@given(trees(labels=_LABELS, tags=_TAGS), st.lists(trees(labels=_LABELS, tags=_TAGS), max_size=2), st.data())
+def test_a_list_scores_as_its_trees_one_by_one(gold, others, data):
+    """candidate_stats (the gold side prepared once, each candidate read as
+    a line) equals sentence_stats of each candidate read as a tree: over
+    trees of the gold's words (crossing, matching, equal and deleted
+    labels) and trees of other words (length and word errors)."""
+    from spacy_structpref.scoring.parseval import candidate_stats
+
+    leaves = list(gold.subtrees(lambda t: t.height() == 2))
+    candidates = [gold] + [_rebracketed(data.draw, leaves) for _ in range(3)] + others
+    texts = [to_bracketed(c) for c in candidates]
+    assert candidate_stats(gold, texts) == [sentence_stats(gold, P(text)) for text in texts]
+
+
+@pytest.mark.parametrize("text", ["", "(S (NN a)", "(S (NN a) b)"])
+def test_a_candidate_evalb_cannot_read_is_refused(text):
+    from spacy_structpref.scoring.parseval import candidate_stats
+
+    with pytest.raises(StructPrefError, match="candidate 1|line 2"):
+        candidate_stats(P("(S (NN a))"), ["(S (NN a))", text])
 
 
 def test_a_chain_100000_deep_scores_in_seconds():

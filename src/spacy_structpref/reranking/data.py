@@ -35,7 +35,7 @@ from nltk.tree import Tree
 
 from ..errors import StructPrefError
 from ..parsing.settings import build_parser, grammar_from_trees, parser_settings
-from ..scoring.parseval import COLLINS, SentenceStats, sentence_stats
+from ..scoring.parseval import COLLINS, SentenceStats, candidate_stats
 from ..saving import atomic_file
 from ..trees.arrays import INT, SymbolTable
 from ..trees.brackets import parse_bracketed, restore_words, to_bracketed
@@ -96,8 +96,7 @@ class RerankItem:
                                   f"{len(self.candidates)} candidates and {len(self.log_probs)} log-probabilities")
         if self.gold is not None and self.stats is None:
             # Escaped gold: candidates carry escaped words and EVALB compares words.
-            gold = parse_bracketed(to_bracketed(self.gold))
-            self.stats = [sentence_stats(gold, parse_bracketed(text), COLLINS) for text in self.candidates]
+            self.stats = candidate_stats(parse_bracketed(to_bracketed(self.gold)), self.candidates, COLLINS)
         if self.stats is not None and self.target is None:
             self.target = target_index(self.stats, self.log_probs)
 

@@ -48,8 +48,10 @@ its arrays or loops until MAX_ERROR; EVALB's fixed buffers (5,000-byte lines,
 too many ``(`` are errors with their counts shown, as in EVALB; a NUL byte
 ends a line, as it ends EVALB's C string.
 """
+import re
 from collections import defaultdict, deque
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
@@ -184,7 +186,8 @@ def _read_tree(tree: Tree, params: EvalbParams) -> _Side:
 
 
 _SPACE = frozenset(" \t\n\v\f\r")  # C's isspace
-_TERMINATOR = _SPACE | {"(", ")"}
+_TERMINATOR = re.compile(r"[ \t\n\v\f\r()]")  # not \s: Python's counts Unicode spaces too
+_NON_SPACE = re.compile(r"[^ \t\n\v\f\r]")
 
 
 def _read_line(text: str, params: EvalbParams, line: int) -> _Side:
@@ -194,9 +197,8 @@ def _read_line(text: str, params: EvalbParams, line: int) -> _Side:
     i, n = 0, len(text)
 
     def token_end(j: int) -> int:
-        while j < n and text[j] not in _TERMINATOR:
-            j += 1
-        return j
+        found = _TERMINATOR.search(text, j)
+        return n if found is None else found.start()
 
     while i < n:
         c = text[i]
@@ -206,9 +208,8 @@ def _read_line(text: str, params: EvalbParams, line: int) -> _Side:
             j = token_end(i + 1)
             label = text[i + 1:j]
             if j < n and text[j] in _SPACE:
-                q = j
-                while q < n and text[q] in _SPACE:
-                    q += 1
+                found = _NON_SPACE.search(text, j)
+                q = n if found is None else found.start()
                 k = token_end(q)
                 if k < n and text[k] == ")":
                     side.terminal(text[q:k], label, params)
@@ -236,93 +237,134 @@ def _read_line(text: str, params: EvalbParams, line: int) -> _Side:
     return side
 
 
+_CUT = re.compile(r"[-=]")
+
+
+@lru_cache(maxsize=None)
+def _deleted(params: EvalbParams) -> frozenset:
+    """The labels that compare equal to a DELETE_LABEL."""
+    deleted = set(params.delete_labels)
+    return frozenset(deleted | {b for a, b in params.equal_labels if a in deleted}
+                     | {a for a, b in params.equal_labels if b in deleted})
+
+
 def _counted(side: _Side, params: EvalbParams) -> List[Bracket]:
     """The brackets EVALB counts (``massage_data``)."""
-    out = []
+    out, deleted = [], _deleted(params)
     for label, start, end in side.brackets:
         if start == end:
             continue
-        for cut, ch in enumerate(label):
-            if ch in "-=":
-                label = label[:cut]
-                break
-        if not any(params.label_eq(label, d) for d in params.delete_labels):
+        cut = _CUT.search(label)
+        if cut is not None:
+            label = label[:cut.start()]
+        if label not in deleted:
             out.append((label, start, end))
     return out
 
 
-def _crossing(test: Sequence[Bracket], gold: Sequence[Bracket]) -> int:
-    """The test brackets that cross a gold one: ``gs < ts < ge < te`` (a gold
-    bracket ends strictly inside, having started before) or ``ts < gs < te <
-    ge`` (one starts strictly inside and ends after). Per test bracket, the
-    earliest start of the gold brackets that end inside it and the latest
-    end of those that start inside it answer both, by range minima and
-    maxima over the positions (:func:`_range_extreme`). A bracket left
-    unclosed (end -1) crosses nothing."""
-    test = [b for b in test if b[2] > b[1]]
-    gold = [b for b in gold if b[2] > b[1]]
-    if not test or not gold:
-        return 0
-    ts, te = np.array([b[1] for b in test]), np.array([b[2] for b in test])
-    gs, ge = np.array([b[1] for b in gold]), np.array([b[2] for b in gold])
-    size = int(max(te.max(), ge.max())) + 1
-    latest_end = np.full(size, -1)  # per start position, the latest end of a gold bracket starting there
-    np.maximum.at(latest_end, gs, ge)
-    earliest_start = np.full(size, size)  # per end position, the earliest start of one ending there
-    np.minimum.at(earliest_start, ge, gs)
-    inside = te - ts >= 2  # positions strictly inside: ts + 1 .. te - 1
-    lo, hi = ts[inside] + 1, te[inside]
-    crosses = ((_range_extreme(latest_end, lo, hi, np.maximum) > te[inside])
-               | (_range_extreme(earliest_start, lo, hi, np.minimum) < ts[inside]))
-    return int(crosses.sum())
+class _CrossingTable:
+    """The gold brackets as crossing reads them: per word position, the
+    latest end of a gold bracket starting there and the earliest start of
+    one ending there, each as a sparse table (level k holds the extreme of
+    every run of 2**k positions) in Python lists, so that a test bracket is
+    checked in constant time: the extreme over its inside is that of two
+    overlapping runs. Built once per gold side, in O(n log n) for n
+    positions (``size``: one more than the largest end of any bracket it
+    will be asked about)."""
+
+    def __init__(self, gold: Sequence[Bracket], size: int):
+        closed = [b for b in gold if b[2] > b[1]]
+        latest_end = np.full(size, -1)
+        earliest_start = np.full(size, size)
+        if closed:
+            gs, ge = np.array([b[1] for b in closed]), np.array([b[2] for b in closed])
+            np.maximum.at(latest_end, gs, ge)
+            np.minimum.at(earliest_start, ge, gs)
+        self.latest_end = _sparse_table(latest_end, np.maximum)
+        self.earliest_start = _sparse_table(earliest_start, np.minimum)
+
+    def count(self, test: Sequence[Bracket]) -> int:
+        """The test brackets that cross a gold one: ``gs < ts < ge < te`` (a
+        gold bracket ends strictly inside, having started before) or ``ts <
+        gs < te < ge`` (one starts strictly inside and ends after). A
+        bracket left unclosed (end -1) crosses nothing."""
+        crossing = 0
+        for _, ts, te in test:
+            if te - ts < 2:  # no position strictly inside (or unclosed)
+                continue
+            lo = ts + 1
+            level = (te - lo).bit_length() - 1
+            late, early, at = self.latest_end[level], self.earliest_start[level], te - (1 << level)
+            if max(late[lo], late[at]) > te or min(early[lo], early[at]) < ts:
+                crossing += 1
+        return crossing
 
 
-def _range_extreme(values: np.ndarray, lo: np.ndarray, hi: np.ndarray, op) -> np.ndarray:
-    """``op`` (np.maximum or np.minimum) of ``values[lo[i]:hi[i]]`` for every
-    i (ranges non-empty), from a sparse table: level k holds the extreme of
-    each run of 2**k values, and a range is two overlapping runs."""
+def _sparse_table(values: np.ndarray, op) -> List[List[int]]:
     levels = [values]
     while 2 ** len(levels) <= len(values):
         prev, half = levels[-1], 2 ** (len(levels) - 1)
         levels.append(op(prev[:-half], prev[half:]))
-    k = np.floor(np.log2(hi - lo)).astype(int)
-    out = np.empty(len(lo), dtype=values.dtype)
-    for level in np.unique(k):
-        at = k == level
-        out[at] = op(levels[level][lo[at]], levels[level][hi[at] - 2 ** level])
-    return out
+    return [level.tolist() for level in levels]
 
 
-def _score(gold: _Side, test: _Side, params: EvalbParams) -> Tuple[SentenceStats, List[str]]:
-    """EVALB's ``calc_result``: the sentence's counts and its error messages."""
-    messages = gold.errors + test.errors
+def _crossing(test: Sequence[Bracket], gold: Sequence[Bracket]) -> int:
+    """:meth:`_CrossingTable.count` of ``test`` against ``gold``."""
+    size = max([b[2] for b in list(test) + list(gold)], default=0) + 1
+    return _CrossingTable(gold, size).count(test)
+
+
+@dataclass
+class _Gold:
+    """What scoring reads of a gold side, prepared once for any number of
+    test sides: its counted brackets, each with the labels that compare
+    equal to its own, and their crossing table."""
+    side: _Side
+    brackets: List[Bracket]
+    equal: List[List[str]]
+    crossing: _CrossingTable
+
+    @classmethod
+    def of(cls, side: _Side, params: EvalbParams) -> "_Gold":
+        brackets = _counted(side, params)
+        return cls(side, brackets, [_equal_to(label, params) for label, _, _ in brackets],
+                   _CrossingTable(brackets, len(side.words) + 1))
+
+
+def _score(gold_side: _Side, test: _Side, params: EvalbParams,
+           prepared: Optional[_Gold] = None) -> Tuple[SentenceStats, List[str]]:
+    """EVALB's ``calc_result``: the sentence's counts and its error messages
+    (``prepared``: the gold side's :class:`_Gold`, when scoring many test
+    sides against it)."""
+    gold = prepared if prepared is not None else _Gold.of(gold_side, params)
+    messages = gold_side.errors + test.errors
     status = ERROR if messages else OK
 
     def rejected(why: int) -> SentenceStats:
-        return SentenceStats(gold.length, len(_counted(gold, params)), 0, 0, 0, 0, 0, why)
+        return SentenceStats(gold_side.length, len(gold.brackets), 0, 0, 0, 0, 0, why)
 
     if not test.words:
         return rejected(SKIP), messages
-    if len(gold.words) != len(test.words):
-        return rejected(ERROR), messages + [f"Length unmatch ({len(gold.words)}|{len(test.words)})"]
-    for (gw, _), (tw, _) in zip(gold.words, test.words):
+    if len(gold_side.words) != len(test.words):
+        return rejected(ERROR), messages + [f"Length unmatch ({len(gold_side.words)}|{len(test.words)})"]
+    for (gw, _), (tw, _) in zip(gold_side.words, test.words):
         if not params.word_eq(gw, tw):
             return rejected(ERROR), messages + [f"Words unmatch ({gw}|{tw})"]
-    gold_br, test_br = _counted(gold, params), _counted(test, params)
+    test_br = _counted(test, params)
     # the free test brackets of each span, in order, one queue per label (unlabelled: one per span)
     free: Dict[Tuple[int, int, str], deque] = defaultdict(deque)
     for j, (label, start, end) in enumerate(test_br):
         free[(start, end, label if params.labeled else "")].append(j)
     matched = 0
-    for label, start, end in gold_br:
+    for (_, start, end), equal in zip(gold.brackets, gold.equal):
         # the first free test bracket of the span whose label compares equal
-        queues = [q for q in (free.get((start, end, other)) for other in _equal_to(label, params)) if q]
+        queues = [q for q in (free.get((start, end, other)) for other in equal) if q]
         if queues:
             min(queues, key=lambda q: q[0]).popleft()
             matched += 1
-    tags = sum(params.label_eq(g, t) for (_, g), (_, t) in zip(gold.words, test.words))
-    return SentenceStats(gold.length, len(gold_br), len(test_br), matched, _crossing(test_br, gold_br),
-                         len(gold.words), tags, status), messages
+    tags = sum(params.label_eq(g, t) for (_, g), (_, t) in zip(gold_side.words, test.words))
+    return SentenceStats(gold_side.length, len(gold.brackets), len(test_br), matched, gold.crossing.count(test_br),
+                         len(gold_side.words), tags, status), messages
 
 
 def _equal_to(label: str, params: EvalbParams) -> List[str]:
@@ -345,6 +387,24 @@ def sentence_stats(gold: Tree, test: Optional[Tree], params: EvalbParams = COLLI
     """EVALB's counts for one sentence; ``test=None`` (no parse) is skipped,
     as EVALB skips an empty test line."""
     return _score(_read_tree(gold, params), _Side() if test is None else _read_tree(test, params), params)[0]
+
+
+def candidate_stats(gold: Tree, candidates: Sequence[str], params: EvalbParams = COLLINS) -> List[SentenceStats]:
+    """EVALB's counts of each candidate, a bracketed line, against one gold
+    tree: what :func:`sentence_stats` gives for the candidate read as a
+    tree, with the gold side prepared once and each candidate read as EVALB
+    reads a test line (a k-best list's scores). A candidate EVALB cannot
+    read cleanly (a bracket left open, a word outside a preterminal) is an
+    error naming it."""
+    prepared = _Gold.of(_read_tree(gold, params), params)
+    out = []
+    for i, text in enumerate(candidates):
+        side = _read_line(text, params, i + 1)
+        if side.errors or not text.strip():
+            raise StructPrefError(f"candidate {i} is not a bracketed tree EVALB reads: {text[:80]!r}"
+                                  f"{' (' + side.errors[0] + ')' if side.errors else ''}")
+        out.append(_score(prepared.side, side, params, prepared)[0])
+    return out
 
 
 @dataclass
