@@ -168,12 +168,12 @@ def _crossing_reference(test, gold):
 @given(st.lists(st.tuples(st.integers(0, 12), st.integers(1, 12)), max_size=15),
        st.lists(st.tuples(st.integers(0, 12), st.integers(1, 12)), max_size=15))
 def test_crossing_equals_the_pairwise_count(test, gold):
-    from spacy_structpref.scoring.parseval import _crossing
+    from spacy_structpref.scoring.parseval import _CrossingTable
 
     # a == b: a bracket left unclosed (end -1), which EVALB reads but which crosses nothing
     test = [("X", min(a, b), max(a, b)) if a != b else ("X", a, -1) for a, b in test]
     gold = [("X", min(a, b), max(a, b)) if a != b else ("X", a, -1) for a, b in gold]
-    assert _crossing(test, gold) == _crossing_reference(test, gold)
+    assert _CrossingTable(gold, 13).count(test) == _crossing_reference(test, gold)
 
 
 # labels and tags that exercise EVALB's rules: a deleted label (TOP), an equal pair (ADVP, PRT), a
@@ -210,7 +210,7 @@ def test_a_list_scores_as_its_trees_one_by_one(gold, others, data):
 def test_a_candidate_evalb_cannot_read_is_refused(text):
     from spacy_structpref.scoring.parseval import candidate_stats
 
-    with pytest.raises(StructPrefError, match="candidate 1|line 2"):
+    with pytest.raises(StructPrefError, match="candidate 1 "):
         candidate_stats(P("(S (NN a))"), ["(S (NN a))", text])
 
 

@@ -308,12 +308,6 @@ def _sparse_table(values: np.ndarray, op) -> List[List[int]]:
     return [level.tolist() for level in levels]
 
 
-def _crossing(test: Sequence[Bracket], gold: Sequence[Bracket]) -> int:
-    """:meth:`_CrossingTable.count` of ``test`` against ``gold``."""
-    size = max([b[2] for b in list(test) + list(gold)], default=0) + 1
-    return _CrossingTable(gold, size).count(test)
-
-
 @dataclass
 class _Gold:
     """What scoring reads of a gold side, prepared once for any number of
@@ -331,12 +325,9 @@ class _Gold:
                    _CrossingTable(brackets, len(side.words) + 1))
 
 
-def _score(gold_side: _Side, test: _Side, params: EvalbParams,
-           prepared: Optional[_Gold] = None) -> Tuple[SentenceStats, List[str]]:
-    """EVALB's ``calc_result``: the sentence's counts and its error messages
-    (``prepared``: the gold side's :class:`_Gold`, when scoring many test
-    sides against it)."""
-    gold = prepared if prepared is not None else _Gold.of(gold_side, params)
+def _score(gold: _Gold, test: _Side, params: EvalbParams) -> Tuple[SentenceStats, List[str]]:
+    """EVALB's ``calc_result``: the sentence's counts and its error messages."""
+    gold_side = gold.side
     messages = gold_side.errors + test.errors
     status = ERROR if messages else OK
 
@@ -386,7 +377,8 @@ def brackets(tree: Tree, params: EvalbParams = COLLINS) -> Tuple[List[Bracket], 
 def sentence_stats(gold: Tree, test: Optional[Tree], params: EvalbParams = COLLINS) -> SentenceStats:
     """EVALB's counts for one sentence; ``test=None`` (no parse) is skipped,
     as EVALB skips an empty test line."""
-    return _score(_read_tree(gold, params), _Side() if test is None else _read_tree(test, params), params)[0]
+    return _score(_Gold.of(_read_tree(gold, params), params), _Side() if test is None else _read_tree(test, params),
+                  params)[0]
 
 
 def candidate_stats(gold: Tree, candidates: Sequence[str], params: EvalbParams = COLLINS) -> List[SentenceStats]:
@@ -399,11 +391,14 @@ def candidate_stats(gold: Tree, candidates: Sequence[str], params: EvalbParams =
     prepared = _Gold.of(_read_tree(gold, params), params)
     out = []
     for i, text in enumerate(candidates):
-        side = _read_line(text, params, i + 1)
+        try:
+            side = _read_line(text, params, i + 1)
+        except StructPrefError as err:
+            raise StructPrefError(f"candidate {i} is not a bracketed tree EVALB reads: {err}") from None
         if side.errors or not text.strip():
             raise StructPrefError(f"candidate {i} is not a bracketed tree EVALB reads: {text[:80]!r}"
                                   f"{' (' + side.errors[0] + ')' if side.errors else ''}")
-        out.append(_score(prepared.side, side, params, prepared)[0])
+        out.append(_score(prepared, side, params)[0])
     return out
 
 
@@ -610,7 +605,7 @@ def evalb(gold_trees: Iterable[Tree], test_trees: Iterable[Optional[Tree]],
         raise StructPrefError(f"{len(gold_trees)} gold trees but {len(test_trees)} test trees")
     result = ParsevalResult(cutoff=params.cutoff_length, max_error=params.max_error)
     for gold, test in zip(gold_trees, test_trees):
-        result.add(*_score(_read_tree(gold, params),
+        result.add(*_score(_Gold.of(_read_tree(gold, params), params),
                            _Side() if test is None else _read_tree(test, params), params))
     return result
 
@@ -629,7 +624,7 @@ def evalb_lines(gold_lines: Iterable[str], test_lines: Iterable[str],
                 result.error(message)
             result.error("Number of lines unmatch (too many lines in gold file)")
             return result
-        result.add(*_score(gold, _read_line(test_lines[i], params, i + 1), params))
+        result.add(*_score(_Gold.of(gold, params), _read_line(test_lines[i], params, i + 1), params))
     if len(test_lines) > len(gold_lines):
         result.error("Number of lines unmatch (too many lines in test file)")
     return result
