@@ -185,9 +185,10 @@ def _read_tree(tree: Tree, params: EvalbParams) -> _Side:
     return side
 
 
-_SPACE = frozenset(" \t\n\v\f\r")  # C's isspace
-_TERMINATOR = re.compile(r"[ \t\n\v\f\r()]")  # not \s: Python's counts Unicode spaces too
-_NON_SPACE = re.compile(r"[^ \t\n\v\f\r]")
+_C_SPACES = " \t\n\v\f\r"  # C's isspace; not the regex \s, which counts Unicode spaces too
+_SPACE = frozenset(_C_SPACES)
+_TERMINATOR = re.compile(f"[{re.escape(_C_SPACES)}()]")
+_NON_SPACE = re.compile(f"[^{re.escape(_C_SPACES)}]")
 
 
 def _read_line(text: str, params: EvalbParams, line: int) -> _Side:
@@ -393,11 +394,10 @@ def candidate_stats(gold: Tree, candidates: Sequence[str], params: EvalbParams =
     for i, text in enumerate(candidates):
         try:
             side = _read_line(text, params, i + 1)
+            if side.errors or not text.strip():
+                raise StructPrefError(f"{text[:80]!r}{' (' + side.errors[0] + ')' if side.errors else ''}")
         except StructPrefError as err:
             raise StructPrefError(f"candidate {i} is not a bracketed tree EVALB reads: {err}") from None
-        if side.errors or not text.strip():
-            raise StructPrefError(f"candidate {i} is not a bracketed tree EVALB reads: {text[:80]!r}"
-                                  f"{' (' + side.errors[0] + ')' if side.errors else ''}")
         out.append(_score(prepared, side, params)[0])
     return out
 
