@@ -33,12 +33,13 @@ import numpy
 from spacy.ml.models import MultiHashEmbed
 from spacy.tokens import Doc
 from spacy.util import registry
-from thinc.api import Dropout, LayerNorm, Linear, Model, Relu, chain, concatenate
+from thinc.api import LayerNorm, Linear, Model, Relu, chain, concatenate
 from thinc.initializers import glorot_uniform_init
 from thinc.types import Floats2d, Ints1d
 
 from ..errors import StructPrefError
 from .characters import CharacterFeatures
+from .dropout import Dropout, dropout_mask
 
 LEXICAL_ATTRS = ["NORM", "PREFIX", "SUFFIX", "SHAPE"]
 
@@ -156,7 +157,7 @@ def _forward(model: Model, docs: List[Doc], is_train: bool):
         raise StructPrefError("SpanCRF needs a non-empty batch of non-empty Docs")
     H, bp_tok2vec = tok2vec(docs, is_train)
     dropout = model.attrs["dropout"] if is_train else 0.0
-    masks = [ops.get_dropout_mask(h.shape, dropout) if dropout else None for h in H]
+    masks = [dropout_mask(ops, h.shape, dropout) if dropout else None for h in H]
     if dropout:
         H = [h * m for h, m in zip(H, masks)]
     E, bp_encoder = encoder(H, is_train)
@@ -363,7 +364,7 @@ def _bilstm_forward(model: Model, X: List[Floats2d], is_train: bool):
     rate = model.attrs["dropout"] if is_train else 0.0
     caches = []
     for layer in range(depth):
-        mask = ops.get_dropout_mask(inp.shape, rate) if layer and rate else None
+        mask = dropout_mask(ops, inp.shape, rate) if layer and rate else None
         if mask is not None:
             inp = inp * mask
         Wx, Wh, bias = (model.get_param(f"{name}{layer}") for name in ("Wx", "Wh", "b"))
