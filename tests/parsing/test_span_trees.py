@@ -7,8 +7,9 @@ from tests.helpers.strategies import trees
 
 from spacy_structpref.corpora import ptb_trees
 from spacy_structpref.errors import StructPrefError
-from spacy_structpref.parsing.span_trees import SpanLabels, spans_to_tree, tree_to_spans
-from spacy_structpref.trees.brackets import parse_bracketed
+from spacy_structpref.parsing.span_trees import (BracketWriter, SpanLabels, spans_to_bracketed, spans_to_tree,
+                                                 tree_to_spans)
+from spacy_structpref.trees.brackets import parse_bracketed, to_bracketed
 
 
 def is_binary_bracketing(spans, n):
@@ -102,6 +103,59 @@ def test_any_labelled_bracketing_gives_a_tree_whose_spans_are_its_own(data):
 
     # Rebinarising may move an empty span, never a labelled one.
     assert constituents(tree_to_spans(tree)[2]) == constituents(spans)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_the_bracket_writer_writes_what_the_built_tree_writes(data):
+    # Random bracketings in preorder (as k-best lists give them), labels with
+    # chains, characters that need escaping in labels, tags and words.
+    n = data.draw(st.integers(1, 8))
+    labels = ["", "", "NP", "VP", "S+VP", "NP(x)", "A B+C"]
+    words = data.draw(st.lists(st.sampled_from(["w", "(", ")", "a b", "-LRB-", "x\ty"]), min_size=n, max_size=n))
+    tags = data.draw(st.lists(st.sampled_from(["NN", "-NONE-", "(", "T T"]), min_size=n, max_size=n))
+
+    def bracket(i, j):
+        out = [(i, j, data.draw(st.sampled_from(labels)))]
+        if j - i > 1:
+            k = data.draw(st.integers(i + 1, j - 1))
+            out += bracket(i, k) + bracket(k, j)
+        return out
+
+    spans = bracket(0, n)
+    writer = BracketWriter(words, tags)
+    expected = to_bracketed(spans_to_tree(words, tags, spans))
+    assert writer.write(spans) == expected == spans_to_bracketed(words, tags, spans)
+    assert writer.write(spans) == expected  # the memoised brackets again
+    assert sorted(spans, key=lambda s: (s[0], -s[1])) == spans  # preorder is this order on a bracketing
+
+
+def test_the_bracket_writer_on_every_dev_tree():
+    for tree in ptb_trees("dev")[:150]:
+        words, tags, spans = tree_to_spans(tree)
+        assert spans_to_bracketed(words, tags, spans) == to_bracketed(tree)
+
+
+def test_the_bracket_writer_refuses_what_is_not_a_binary_bracketing_in_preorder():
+    words, tags = ["a", "b", "c"], ["X", "Y", "Z"]
+    good = [(0, 3, "S"), (0, 2, ""), (0, 1, ""), (1, 2, ""), (2, 3, "")]
+    writer = BracketWriter(words, tags)
+    assert writer.write(good) == "(TOP (S (X a) (Y b) (Z c)))"
+    bad = [
+        ("has 5 spans", good[:-1]),
+        ("does not follow", [good[0], good[2], good[1], good[3], good[4]]),  # a child before its parent
+        ("does not follow", [(0, 3, "S"), (0, 1, ""), (1, 3, ""), (2, 3, ""), (1, 2, "")]),  # right before left
+        ("does not follow", [(0, 2, ""), (0, 1, ""), (1, 2, ""), (2, 3, ""), (0, 3, "")]),  # no whole sentence first
+        ("does not follow", [(0, 3, "S"), (0, 3, ""), (0, 1, ""), (1, 2, ""), (2, 3, "")]),  # a unary span
+        ("empty part", [(0, 3, "S++VP")] + good[1:]),
+    ]
+    for message, spans in bad:
+        with pytest.raises(StructPrefError, match=message):
+            writer.write(spans)
+    with pytest.raises(StructPrefError, match="3 words but 2 tags"):
+        BracketWriter(words, tags[:2])
+    with pytest.raises(StructPrefError, match="no words"):
+        BracketWriter([], [])
 
 
 def test_spans_to_tree_refuses_what_is_not_a_binary_bracketing():

@@ -38,11 +38,10 @@ from ..models.span_crf import SpanCRF, SpanCRFScores, span_index
 from ..models.span_ensemble import ENSEMBLE, assemble, dropout_scores, is_trained, tag_logits
 from ..models.weights import check_finite_weights, message_weights
 from ..saving import load_errors
-from ..trees.brackets import to_bracketed
 from ..trees.arrays import SymbolTable
 from . import span_chart
 from .parser import TOO_LONG, ParseResult, fallback_result
-from .span_trees import SpanLabels, spans_to_tree, tree_to_spans
+from .span_trees import BracketWriter, SpanLabels, spans_to_tree, tree_to_spans
 
 
 def tree_score(chart: np.ndarray, spans: Sequence[Tuple[int, int, int]]) -> float:
@@ -317,14 +316,14 @@ class SpanParser:
         listed = span_chart.kbest(chart, k)
         if sampled:
             listed = sampled_list(chart, listed, sampled, k)
-        found = [(score - log_z, spans_to_tree(words, tags, [(i, j, labels[lab]) for i, j, lab in spans]))
-                 for score, spans in listed]  # (log p, tree), the 1-best first
+        named = [[(i, j, labels[lab]) for i, j, lab in spans] for _, spans in listed]  # the 1-best first
+        writer = BracketWriter(words, tags)
         # the forest keeps the listed trees (the first too: on ties it need not be the Viterbi tree the
         # forest keeps anyway), so that a reranker's candidates are all in it
         forest = span_chart.span_forest(chart, self.labels, words, tags, self.threshold, symbols=self.symbols,
                                         keep=[spans for _, spans in listed]) if with_forest else None
-        return ParseResult(words, found[0][1], found[0][0], forest,
-                           [(log_p, to_bracketed(tree)) for log_p, tree in found], False)
+        return ParseResult(words, spans_to_tree(words, tags, named[0]), listed[0][0] - log_z, forest,
+                           [(score - log_z, writer.write(spans)) for (score, _), spans in zip(listed, named)], False)
 
     def _fallback(self, doc: Doc, logits) -> ParseResult:
         return fallback_result([t.text for t in doc], [self.tags[t] for t in logits.argmax(axis=1).tolist()],

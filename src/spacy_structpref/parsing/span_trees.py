@@ -23,6 +23,7 @@ from typing import Dict, Iterable, List, Sequence, Tuple
 from nltk.tree import Tree
 
 from ..errors import StructPrefError
+from ..trees.brackets import escape_label, escape_word
 from ..trees.normalize import TOP, is_preterminal
 
 EMPTY = ""
@@ -220,3 +221,72 @@ def spans_to_tree(words: Sequence[str], tags: Sequence[str], spans: Iterable[Spa
         raise StructPrefError(f"only {used} of the {2 * n - 1} spans nest into one binary bracketing "
                               "(some spans cross or are left over)")
     return top
+
+
+def spans_to_bracketed(words: Sequence[str], tags: Sequence[str], spans: Sequence[Span]) -> str:
+    """``to_bracketed(spans_to_tree(words, tags, spans))`` for spans in
+    preorder, written without building the tree (:class:`BracketWriter`)."""
+    return BracketWriter(words, tags).write(spans)
+
+
+class BracketWriter:
+    """The bracketed text of span trees over one sentence, written straight
+    from their spans in preorder (a span, then its left child's subtree,
+    then its right child's: the order of :func:`~.span_chart.kbest`'s
+    trees): what ``to_bracketed(spans_to_tree(words, tags, spans))`` gives,
+    without building the tree, for a k-best list wanted as text. The words
+    under their tags, and each label's brackets, are written once for all
+    the trees. Spans in another order, or not a full binary bracketing, are
+    an error."""
+
+    def __init__(self, words: Sequence[str], tags: Sequence[str]):
+        self.n = len(words)
+        if self.n == 0:
+            raise StructPrefError("cannot write a tree over no words")
+        if len(tags) != self.n:
+            raise StructPrefError(f"{self.n} words but {len(tags)} tags")
+        self.leaves = [f"({escape_label(t)} {escape_word(w)})" for w, t in zip(words, tags)]
+        self._brackets: Dict[str, Tuple[str, str]] = {}
+
+    def _written(self, label: str) -> Tuple[str, str]:
+        """A (chain) label's opening brackets, space-separated, and its closing ones."""
+        written = self._brackets.get(label)
+        if written is None:
+            check_label(label)
+            parts = label.split(CHAIN_JOIN) if label else []
+            written = self._brackets[label] = (" ".join("(" + escape_label(p) for p in parts), ")" * len(parts))
+        return written
+
+    def write(self, spans: Sequence[Span]) -> str:
+        n = self.n
+        if len(spans) != 2 * n - 1:
+            raise StructPrefError(f"a binary bracketing of {n} words has {2 * n - 1} spans, got {len(spans)}")
+        out = ["(" + TOP]
+        # open spans, innermost last: [start, end, closing brackets, whether the left child came]
+        stack: List[list] = []
+        cursor = 0  # where the next span must start
+        for i, j, label in spans:
+            while stack and stack[-1][1] <= i:
+                out[-1] += stack.pop()[2]
+            if stack:
+                parent = stack[-1]
+                ok = i == cursor and (j == parent[1] if parent[3] else i == parent[0] and j < parent[1])
+                parent[3] = True
+            else:
+                ok = (i, j) == (0, n) and len(out) == 1
+            if not ok:
+                raise StructPrefError(f"span {(i, j, label)!r} does not follow its parent's in the preorder of a "
+                                      f"binary bracketing of {n} words")
+            opening, closing = self._written(label)
+            if opening:
+                out.append(opening)
+            if j - i == 1:
+                out.append(self.leaves[i] + closing)
+                cursor = j
+            else:
+                stack.append([i, j, closing, False])
+        while stack:
+            out[-1] += stack.pop()[2]
+        if cursor != n:
+            raise StructPrefError(f"the spans cover the words up to {cursor}, not all {n}")
+        return " ".join(out) + ")"
