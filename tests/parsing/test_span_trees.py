@@ -26,6 +26,18 @@ def is_binary_bracketing(spans, n):
     return not any(a < c < b < d for a, b in cells for c, d in cells)
 
 
+def random_bracketing(data, n, labels):
+    """A random full binary bracketing of n words in preorder, labels drawn from ``labels``."""
+    def bracket(i, j):
+        out = [(i, j, data.draw(st.sampled_from(labels)))]
+        if j - i > 1:
+            k = data.draw(st.integers(i + 1, j - 1))
+            out += bracket(i, k) + bracket(k, j)
+        return out
+
+    return bracket(0, n)
+
+
 @pytest.fixture(scope="module")
 def train_trees():
     return ptb_trees("train")
@@ -84,16 +96,7 @@ def test_any_labelled_bracketing_gives_a_tree_whose_spans_are_its_own(data):
     # Build a random binary bracketing with random (chain) labels; the tree it
     # gives maps back onto a bracketing with the same labelled constituents.
     n = data.draw(st.integers(1, 7))
-    labels = ["", "", "NP", "VP", "S+VP"]
-
-    def bracket(i, j):
-        out = [(i, j, data.draw(st.sampled_from(labels)))]
-        if j - i > 1:
-            k = data.draw(st.integers(i + 1, j - 1))
-            out += bracket(i, k) + bracket(k, j)
-        return out
-
-    spans = bracket(0, n)
+    spans = random_bracketing(data, n, ["", "", "NP", "VP", "S+VP"])
     words = [f"w{i}" for i in range(n)]
     tree = spans_to_tree(words, ["T"] * n, spans)
     assert tree.leaves() == words
@@ -114,15 +117,7 @@ def test_the_bracket_writer_writes_what_the_built_tree_writes(data):
     labels = ["", "", "NP", "VP", "S+VP", "NP(x)", "A B+C"]
     words = data.draw(st.lists(st.sampled_from(["w", "(", ")", "a b", "-LRB-", "x\ty"]), min_size=n, max_size=n))
     tags = data.draw(st.lists(st.sampled_from(["NN", "-NONE-", "(", "T T"]), min_size=n, max_size=n))
-
-    def bracket(i, j):
-        out = [(i, j, data.draw(st.sampled_from(labels)))]
-        if j - i > 1:
-            k = data.draw(st.integers(i + 1, j - 1))
-            out += bracket(i, k) + bracket(k, j)
-        return out
-
-    spans = bracket(0, n)
+    spans = random_bracketing(data, n, labels)
     writer = BracketWriter(words, tags)
     expected = to_bracketed(spans_to_tree(words, tags, spans))
     assert writer.write(spans) == expected == spans_to_bracketed(words, tags, spans)
