@@ -2,6 +2,7 @@
 brute-force enumeration of every canonical labelled binary tree (no right
 child of two or more words with the empty label 0)."""
 import itertools
+import re
 import subprocess
 import sys
 from functools import lru_cache
@@ -482,9 +483,11 @@ def test_kept_trees_must_be_trees_of_the_chart():
             span_forest(scores, FOREST_LABELS, words, tags, keep=[bad])
     forbidden = scores.copy()
     forbidden[1, 3, 1] = -np.inf
+    zero = [(0, 3, 0), (0, 1, 1), (1, 3, 1), (1, 2, 1), (2, 3, 1)]
     with pytest.raises(StructPrefError, match="probability zero"):
-        span_forest(forbidden, FOREST_LABELS, words, tags, keep=[[(0, 3, 0), (0, 1, 1), (1, 3, 1), (1, 2, 1),
-                                                                    (2, 3, 1)]])
+        span_forest(forbidden, FOREST_LABELS, words, tags, keep=[zero])
+    with pytest.raises(StructPrefError, match=re.escape(f"probability zero (a -inf span score): {zero!r}")):
+        span_forest(forbidden, FOREST_LABELS, words, tags, keep=[good, zero, good])  # the one named
 
 
 @pytest.mark.parametrize("threshold", [0.0, 0.01])

@@ -423,9 +423,12 @@ def span_forest(scores, labels: SpanLabels, words: Sequence[str], tags: Sequence
     trees = [viterbi(chart.scores)[1]] + [list(t) for t in keep]
     tree_split = [_tree_splits(t, n, L) for t in trees]
     s, names, draft = chart.scores, labels.labels, _Draft()
-    for t in trees[1:]:
-        if not np.isfinite(sum(s[i, j, lab] for i, j, lab in t)):
-            raise StructPrefError(f"a kept tree has probability zero (a -inf span score): {t!r}")
+    if len(trees) > 1:
+        cells = np.array([span for t in trees[1:] for span in t], dtype=np.intp).reshape(-1, 3)
+        finite = np.isfinite(s[cells[:, 0], cells[:, 1], cells[:, 2]])
+        if not finite.all():
+            bad = trees[1 + int(np.flatnonzero(~finite)[0]) // (2 * n - 1)]  # _tree_splits checked the sizes
+            raise StructPrefError(f"a kept tree has probability zero (a -inf span score): {bad!r}")
     kept_labels, kept_splits = _kept(chart, log_t, trees, tree_split)
     holders: Dict[Tuple[int, int], List[Tuple[int, int]]] = {}  # span -> (kept tree, its label there)
     for x, t in enumerate(trees):
