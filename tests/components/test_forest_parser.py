@@ -129,6 +129,22 @@ def test_upstream_tags_kept_or_used(trained):
     assert [tag for _, tag in doc._.parse.pos()] == ["PRP", "VBN", "DT", "NNS", "."]
 
 
+def test_the_memo_keys_on_the_tags_the_grammar_reads_and_forgets_on_new_settings(trained):
+    nlp = spacy.blank("en")
+    pipe = nlp.add_pipe("forest_parser", config={"model": {"@architectures": PCFG_ARCH, "tag_mode": "hard"}})
+    pipe.from_bytes(trained.get_pipe("forest_parser").to_bytes())
+    words = "He sold the shares .".split()
+    for tags in (["PRP", "VBN", "DT", "NNS", "."], ["PRP", "VBD", "DT", "NNS", "."]):
+        doc = nlp(Doc(nlp.vocab, words=words, tags=tags))
+        assert [tag for _, tag in doc._.parse.pos()] == tags
+    assert (pipe.memo.hits, pipe.memo.misses) == (0, 2)
+    nlp(Doc(nlp.vocab, words=words, tags=["PRP", "VBD", "DT", "NNS", "."]))
+    assert pipe.memo.hits == 1
+    pipe.cfg.update(k=3)
+    assert len(nlp(Doc(nlp.vocab, words=words, tags=["PRP", "VBD", "DT", "NNS", "."]))._.nbest) == 3
+    assert (pipe.memo.hits, pipe.memo.misses) == (1, 3)
+
+
 TEXTS = ["He sold the shares .", "Prices fell sharply .", "The company said its profit rose 5 % .",
          "It rose .", "The stock closed at $ 10 ."]
 
@@ -138,7 +154,12 @@ def _parses(docs):
 
 
 def test_pipe_in_batches_matches_one_by_one(trained):
-    one_by_one = [trained(text) for text in TEXTS]
+    memo = trained.get_pipe("forest_parser").memo
+    one_by_one = []
+    for text in TEXTS:
+        memo.clear()  # each sentence parsed alone, not read back from another call's parses
+        one_by_one.append(trained(text))
+    memo.clear()
     batched = list(trained.pipe(TEXTS, batch_size=2))
     assert _parses(batched) == _parses(one_by_one)
 

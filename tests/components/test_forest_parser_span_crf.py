@@ -63,10 +63,33 @@ def test_writes_tree_nbest_with_log_p_and_forest(trained):
 def test_pipe_batches_equal_one_by_one(trained):
     gold = corpus_docs("ptb", "test", trained.vocab, limit=6)
     batched = list(trained.pipe((plain(trained, d) for d in gold), batch_size=4))
-    single = [trained(plain(trained, d)) for d in gold]
+    memo = trained.get_pipe("forest_parser").memo
+    single = []
+    for d in gold:
+        memo.clear()  # each sentence parsed alone, not read back from the batch's parses
+        single.append(trained(plain(trained, d)))
     for a, b in zip(batched, single):
         assert [t for _, t in a._.nbest] == [t for _, t in b._.nbest]
         np.testing.assert_allclose([lp for lp, _ in a._.nbest], [lp for lp, _ in b._.nbest], rtol=1e-4)
+
+
+def test_a_sentence_parsed_again_by_the_same_weights_comes_from_the_memo(trained):
+    pipe = trained.get_pipe("forest_parser")
+    pipe.memo.clear()
+    gold = corpus_docs("ptb", "test", trained.vocab, limit=4)
+    first = [d._.nbest for d in trained.pipe(plain(trained, d) for d in gold)]
+    hits, misses = pipe.memo.hits, pipe.memo.misses
+    assert [d._.nbest for d in trained.pipe(plain(trained, d) for d in gold)] == first
+    assert (pipe.memo.hits, pipe.memo.misses) == (hits + 4, misses)
+    b = pipe.model.get_ref("labeller").layers[-1].get_param("b")  # a weight moved in place: parsed again
+    saved = b.copy()
+    b[1] += 1.0
+    try:
+        moved = [d._.nbest for d in trained.pipe(plain(trained, d) for d in gold)]
+        assert pipe.memo.misses == misses + 4 and moved != first
+    finally:
+        b[:] = saved
+    assert [d._.nbest for d in trained.pipe(plain(trained, d) for d in gold)] == first
 
 
 def nbest_of(nlp, words):
@@ -123,6 +146,7 @@ def test_lists_from_dropout_samples_set_at_load_batch_like_one_by_one(trained, t
     single = [trained(plain(trained, d)) for d in gold]
     added = 0
     for a, d in zip(batched, gold):
+        nlp.get_pipe("forest_parser").memo.clear()
         b = nlp(plain(nlp, d))
         assert [t for _, t in a._.nbest] == [t for _, t in b._.nbest]
         assert len(a._.nbest) == len({t for _, t in a._.nbest})

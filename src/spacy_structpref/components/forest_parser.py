@@ -28,21 +28,27 @@ the same for both (``parsing.settings.SHARED_SETTINGS``). Heavy modules
 this module stays cheap.
 """
 import hashlib
+import zlib
 from typing import Callable, Dict, Iterable, Optional
 
+import numpy as np
 from spacy.language import Language
 from spacy.pipeline import Pipe, TrainablePipe
 from spacy.training import Example, validate_examples
 from thinc.api import Model
+from thinc.util import to_numpy
 
 from ..errors import SavedModelError, StructPrefError
+from ..models.weights import weights_digest
 from ..models.word_vectors import vectors_digest
+from ..parsing.memo import ParseMemo
 from ..parsing.settings import DEFAULT_SETTINGS, SHARED_SETTINGS, build_parser, grammar_from_trees, shared_settings
 from ..saving import Part
 from .base import StructPrefPipe
 
 # doc.user_data flag of a Doc that got the flat fallback tree: why (parsing.parser's TOO_LONG or NO_PARSE)
 FALLBACK_KEY = "forest_parser_fallback"
+MEMO_SIZE = 512  # sentences whose parses a forest_parser keeps: a PTB-sample dev set (433)
 
 PCFG_ARCH, SPAN_CRF_ARCH = "spacy_structpref.PCFG.v1", "spacy_structpref.SpanCRF.v1"
 ENSEMBLE_ARCH = "spacy_structpref.SpanCRFEnsemble.v1"
@@ -91,6 +97,7 @@ class ForestParser(StructPrefPipe, TrainablePipe):
         self.scorer = scorer
         self._parser = None
         self._identity = (None, None)  # (the grammar, its identity): computed once per grammar
+        self.memo = ParseMemo(MEMO_SIZE)
         self.register_extensions()
 
     @property
@@ -246,6 +253,13 @@ class ForestParser(StructPrefPipe, TrainablePipe):
         return self._parser
 
     def predict(self, docs):
+        """One ``ParseResult`` per Doc (None for an empty one). A sentence
+        parsed before by the same weights and settings (the dev set of a
+        training that evaluates this parser frozen, at each evaluation) is
+        not parsed again: the last :data:`MEMO_SIZE` sentences' results are
+        kept (``parsing.memo.ParseMemo``), under a digest of the weights (the
+        span CRF's parameters and static vectors; the PCFG's grammar) and the
+        settings. The results are shared: do not change them in place."""
         parser = self.parser
         if self.reads_vectors and not self.vocab.vectors.shape[0]:
             raise StructPrefError(f"{self.name}'s span CRF reads static vectors, but this pipeline has none: a "
@@ -253,17 +267,31 @@ class ForestParser(StructPrefPipe, TrainablePipe):
                                   "pipeline (or the vectors it was trained with)")
         k, with_forest = self.cfg["k"], self.cfg["store_forest"]
         todo = [b for b, doc in enumerate(docs) if len(doc)]
+        words = [tuple(t.text for t in docs[b]) for b in todo]
         out = [None] * len(docs)
         if self.is_pcfg:
-            tag_mode = self.model.attrs["settings"]["tag_mode"]
-            for b in todo:
-                tags = [t.tag_ for t in docs[b]] if tag_mode != "ignore" else None
-                out[b] = parser.parse([t.text for t in docs[b]], tags, k=k, with_forest=with_forest)
+            reads_tags = self.model.attrs["settings"]["tag_mode"] != "ignore"
+            keys = [(w, tuple(t.tag_ for t in docs[b]) if reads_tags else None) for w, b in zip(words, todo)]
+            found = self.memo.results((self.grammar, self._settings_key()), keys, lambda todo_: [
+                parser.parse(list(keys[p][0]), keys[p][1], k=k, with_forest=with_forest) for p in todo_])
         else:
-            found = parser.parse_many([[t.text for t in docs[b]] for b in todo], k=k, with_forest=with_forest)
-            for b, res in zip(todo, found):
-                out[b] = res
+            state = (weights_digest(self.model), self._vectors_key(), parser, self._settings_key())
+            found = self.memo.results(state, words, lambda todo_: parser.parse_many(
+                [list(words[p]) for p in todo_], k=k, with_forest=with_forest))
+        for b, res in zip(todo, found):
+            out[b] = res
         return out
+
+    def _settings_key(self) -> tuple:
+        return tuple(sorted((key, repr(value)) for key, value in self.cfg.items()))
+
+    def _vectors_key(self):
+        """The static vectors the span CRF reads, digested as its weights are."""
+        vectors = self.vocab.vectors
+        if not self.reads_vectors or not vectors.shape[0]:
+            return None
+        data = memoryview(np.ascontiguousarray(to_numpy(vectors.data))).cast("B")
+        return vectors.shape, len(vectors.key2row), zlib.crc32(data), zlib.adler32(data)
 
     def set_annotations(self, docs, results) -> None:
         from ..trees.doc import set_tree

@@ -1,7 +1,10 @@
-"""Checking a Thinc model's weights as a save brings them: every parameter
-finite. A save whose files match their checksums can still hold NaN or
-infinite weights (written by a diverged training, or crafted); loading them
-would make every score NaN, and decoding would then pick labels silently."""
+"""A Thinc model's weights: checked as a save brings them, and digested.
+
+A save whose files match their checksums can still hold NaN or infinite
+weights (written by a diverged training, or crafted); loading them would
+make every score NaN, and decoding would then pick labels silently: every
+parameter must be finite. The digest keys a memo of the model's outputs."""
+import zlib
 from typing import Iterable, Iterator, Tuple
 
 import numpy as np
@@ -18,6 +21,19 @@ def model_weights(model: Model) -> Iterator[Tuple[str, str, object]]:
         for name in node.param_names:
             if node.has_param(name):
                 yield node.name, name, node.ops.to_numpy(node.get_param(name))
+
+
+def weights_digest(model: Model) -> Tuple[int, int]:
+    """CRC-32 and Adler-32 of every parameter's shape and values, in the
+    model's walk order: changes when a weight does (an optimizer's step, a
+    load, averaged weights swapped in), at a few milliseconds for the span
+    CRF's 18 MB of weights."""
+    crc, adler = 0, 1
+    for layer, name, value in model_weights(model):
+        data = memoryview(np.ascontiguousarray(value)).cast("B")
+        head = f"{layer}/{name}{value.shape}{value.dtype}".encode()
+        crc, adler = zlib.crc32(data, zlib.crc32(head, crc)), zlib.adler32(data, zlib.adler32(head, adler))
+    return crc, adler
 
 
 def message_weights(msg: dict) -> Iterator[Tuple[str, str, object]]:
