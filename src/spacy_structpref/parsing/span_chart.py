@@ -261,11 +261,11 @@ def _kept(chart: "SpanChart", log_t: float, trees: List[List[LabelledSpan]],
         for k, j in zip(*np.nonzero((log_post >= log_t) & np.isfinite(log_post))):
             if (i, int(j)) in labels:
                 splits.setdefault((i, int(j)), set()).add(int(k))
-    for tree, tree_split in zip(trees, tree_splits):
-        for i, j, lab_id in tree:
-            labels.setdefault((i, j), set()).add(lab_id)
-            if j - i > 1:
-                splits.setdefault((i, j), set()).add(tree_split[i, j])
+    # the trees of a k-best list share most of their spans: each distinct one once
+    for i, j, lab_id in {span for tree in trees for span in tree}:
+        labels.setdefault((i, j), set()).add(lab_id)
+    for cell, k in {item for tree_split in tree_splits for item in tree_split.items()}:
+        splits.setdefault(cell, set()).add(k)
     # Only what a tree over kept spans and splits can reach from the sentence.
     reach, todo = {(0, n)}, [(0, n)]
     while todo:
