@@ -9,7 +9,7 @@ from spacy.util import raise_error
 
 import spacy_structpref.components.factories  # noqa: F401  (registers the factories)
 from spacy_structpref.components.forest_parser import DEFAULT_CONFIG, FALLBACK_KEY, PCFG_ARCH, ForestParser
-from spacy_structpref.corpora import corpus_docs
+from spacy_structpref.corpora import corpus_docs, ptb_trees
 from spacy_structpref.parsing.settings import PCFG, SHARED_SETTINGS
 from spacy_structpref.errors import GrammarError, GrammarWarning, StructPrefError
 from spacy_structpref.trees import Forest, SymbolTable, doc_to_tree, nbest_trees, to_bracketed
@@ -143,6 +143,9 @@ def test_the_memo_keys_on_the_tags_the_grammar_reads_and_forgets_on_new_settings
     pipe.cfg.update(k=3)
     assert len(nlp(Doc(nlp.vocab, words=words, tags=["PRP", "VBD", "DT", "NNS", "."]))._.nbest) == 3
     assert (pipe.memo.hits, pipe.memo.misses) == (1, 3)
+    pipe.initialize_from_trees(ptb_trees("train")[:60])  # another grammar: parsed again
+    nlp(Doc(nlp.vocab, words=words, tags=["PRP", "VBD", "DT", "NNS", "."]))
+    assert (pipe.memo.hits, pipe.memo.misses) == (1, 4)
 
 
 TEXTS = ["He sold the shares .", "Prices fell sharply .", "The company said its profit rose 5 % .",

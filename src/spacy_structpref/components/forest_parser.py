@@ -272,7 +272,7 @@ class ForestParser(StructPrefPipe, TrainablePipe):
         if self.is_pcfg:
             reads_tags = self.model.attrs["settings"]["tag_mode"] != "ignore"
             keys = [(w, tuple(t.tag_ for t in docs[b]) if reads_tags else None) for w, b in zip(words, todo)]
-            found = self.memo.results((self.grammar, self._settings_key()), keys, lambda todo_: [
+            found = self.memo.results((self.identity(), self._settings_key()), keys, lambda todo_: [
                 parser.parse(list(keys[p][0]), keys[p][1], k=k, with_forest=with_forest) for p in todo_])
         else:
             state = (weights_digest(self.model), self._vectors_key(), parser, self._settings_key())
