@@ -146,6 +146,9 @@ def test_the_memo_keys_on_the_tags_the_grammar_reads_and_forgets_on_new_settings
     pipe.initialize_from_trees(ptb_trees("train")[:60])  # another grammar: parsed again
     nlp(Doc(nlp.vocab, words=words, tags=["PRP", "VBD", "DT", "NNS", "."]))
     assert (pipe.memo.hits, pipe.memo.misses) == (1, 4)
+    pipe.memo.size = 0  # no memo: each call parses, nothing is kept
+    nlp(Doc(nlp.vocab, words=words, tags=["PRP", "VBD", "DT", "NNS", "."]))
+    assert (pipe.memo.hits, pipe.memo.misses, len(pipe.memo)) == (1, 4, 0)
 
 
 TEXTS = ["He sold the shares .", "Prices fell sharply .", "The company said its profit rose 5 % .",

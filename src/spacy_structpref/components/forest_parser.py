@@ -268,16 +268,21 @@ class ForestParser(StructPrefPipe, TrainablePipe):
         k, with_forest = self.cfg["k"], self.cfg["store_forest"]
         todo = [b for b, doc in enumerate(docs) if len(doc)]
         words = [tuple(t.text for t in docs[b]) for b in todo]
-        out = [None] * len(docs)
-        if self.is_pcfg:
-            reads_tags = self.model.attrs["settings"]["tag_mode"] != "ignore"
-            keys = [(w, tuple(t.tag_ for t in docs[b]) if reads_tags else None) for w, b in zip(words, todo)]
-            found = self.memo.results((self.identity(), self._settings_key()), keys, lambda todo_: [
-                parser.parse(list(keys[p][0]), keys[p][1], k=k, with_forest=with_forest) for p in todo_])
+        reads_tags = self.is_pcfg and self.model.attrs["settings"]["tag_mode"] != "ignore"
+        tags = [tuple(t.tag_ for t in docs[b]) if reads_tags else None for b in todo]
+
+        def parse(positions):
+            if self.is_pcfg:
+                return [parser.parse(list(words[p]), tags[p], k=k, with_forest=with_forest) for p in positions]
+            return parser.parse_many([list(words[p]) for p in positions], k=k, with_forest=with_forest)
+
+        if not self.memo.size:  # no memo: nothing to digest, nothing kept
+            self.memo.clear()
+            found = parse(range(len(todo)))
         else:
-            state = (weights_digest(self.model), self._vectors_key(), parser, self._settings_key())
-            found = self.memo.results(state, words, lambda todo_: parser.parse_many(
-                [list(words[p]) for p in todo_], k=k, with_forest=with_forest))
+            weights = (self.identity(),) if self.is_pcfg else (weights_digest(self.model), self._vectors_key(), parser)
+            found = self.memo.results((*weights, self._settings_key()), list(zip(words, tags)), parse)
+        out = [None] * len(docs)
         for b, res in zip(todo, found):
             out[b] = res
         return out
