@@ -4,7 +4,7 @@ import pytest
 from thinc.api import Linear, chain
 
 from spacy_structpref.errors import SavedModelError
-from spacy_structpref.models.weights import check_finite_weights, model_weights, weights_digest
+from spacy_structpref.models.weights import arrays_digest, check_finite_weights, model_weights, weights_digest
 
 
 def net(seed=0, nO=3):
@@ -42,3 +42,12 @@ def test_non_finite_weights_are_refused():
     model.layers[0].get_param("b")[1] = np.nan
     with pytest.raises(SavedModelError):
         check_finite_weights("the net", model_weights(model))
+
+
+def test_an_arrays_digest_reads_names_shapes_and_bytes_in_order():
+    a, b = np.arange(6, dtype="f"), np.ones(3, dtype="f")
+    assert arrays_digest([("a", a), ("b", b)]) == arrays_digest([("a", a.copy()), ("b", b.copy())])
+    assert arrays_digest([("a", a), ("b", b)]) != arrays_digest([("b", b), ("a", a)])
+    assert arrays_digest([("a", a)]) != arrays_digest([("x", a)])
+    assert arrays_digest([("a", a)]) != arrays_digest([("a", a.reshape(2, 3))])
+    assert arrays_digest([("a", a)]) != arrays_digest([("a", a.astype("f8"))])

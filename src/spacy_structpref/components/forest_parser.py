@@ -28,10 +28,8 @@ the same for both (``parsing.settings.SHARED_SETTINGS``). Heavy modules
 this module stays cheap.
 """
 import hashlib
-import zlib
 from typing import Callable, Dict, Iterable, Optional
 
-import numpy as np
 from spacy.language import Language
 from spacy.pipeline import Pipe, TrainablePipe
 from spacy.training import Example, validate_examples
@@ -39,7 +37,7 @@ from thinc.api import Model
 from thinc.util import to_numpy
 
 from ..errors import SavedModelError, StructPrefError
-from ..models.weights import weights_digest
+from ..models.weights import arrays_digest, weights_digest
 from ..models.word_vectors import vectors_digest
 from ..parsing.memo import ParseMemo
 from ..parsing.settings import DEFAULT_SETTINGS, SHARED_SETTINGS, build_parser, grammar_from_trees, shared_settings
@@ -295,8 +293,7 @@ class ForestParser(StructPrefPipe, TrainablePipe):
         vectors = self.vocab.vectors
         if not self.reads_vectors or not vectors.shape[0]:
             return None
-        data = memoryview(np.ascontiguousarray(to_numpy(vectors.data))).cast("B")
-        return vectors.shape, len(vectors.key2row), zlib.crc32(data), zlib.adler32(data)
+        return len(vectors.key2row), arrays_digest([("vectors", to_numpy(vectors.data))])
 
     def set_annotations(self, docs, results) -> None:
         from ..trees.doc import set_tree

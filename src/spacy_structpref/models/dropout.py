@@ -18,6 +18,7 @@ from thinc.types import ArrayXd
 
 from ..errors import StructPrefError
 
+
 def dropout_mask(ops, shape: Tuple[int, ...], rate: float) -> ArrayXd:
     """A float32 mask of ``shape``: each cell 0 with probability ``rate``,
     else ``1 / (1 - rate)`` (so the masked input keeps its expectation)."""
