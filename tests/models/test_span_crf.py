@@ -11,7 +11,7 @@ from thinc.util import has_cupy_gpu
 
 from spacy_structpref.errors import StructPrefError
 from spacy_structpref.models.span_crf import (BiLSTM, SpanCRF, SpanCRFScores, _label_layers, _span_hidden,
-                                              span_index, tag_logits)
+                                              _span_layer, _span_layer_layers, span_index, tag_logits)
 
 from tests.helpers.lstm_reference import bilstm_reference
 from tests.helpers.vectors import set_vectors
@@ -327,3 +327,41 @@ def test_on_a_gpu_scores_and_gradients_equal_the_cpus():
     assert len(grads[0]) == len(grads[1]) > 10
     for (node_id, name), grad in grads[0].items():
         np.testing.assert_allclose(grads[1][ids[node_id], name], grad, rtol=1e-3, atol=1e-4)
+
+
+@settings(max_examples=40, deadline=None)
+@given(lengths=st.lists(st.integers(1, 7), min_size=1, max_size=4), width=st.integers(1, 9),
+       rate=st.sampled_from([0.0, 0.3]), is_train=st.booleans(), dtype=st.sampled_from(["float32", "float64"]),
+       seed=st.integers(0, 2 ** 16))
+def test_the_fused_span_layer_equals_thincs_layers_in_turn(lengths, width, rate, is_train, dtype, seed):
+    """``_span_layer`` (one pass per span, on numpy) against the span
+    differences through ReLU (``_span_hidden``), then Thinc's LayerNorm
+    and the Dropout node, each run as a layer (``_span_layer_layers``):
+    outputs, the input gradients and every parameter's gradient, with the
+    same dropout masks (the global seed fixed before each)."""
+    model, _ = tiny_model(seed=seed % 7, hidden_width=width, dropout=rate)
+    relu, norm, drop, _ = _label_layers(model.get_ref("labeller"))
+    rng = np.random.default_rng(seed)
+    params = {(layer, name): rng.normal(size=layer.get_param(name).shape).astype(dtype)
+              for layer in (relu, norm) for name in ("W", "b", "G") if layer.has_param(name)}
+    E = [rng.normal(size=(n + 2, 8)).astype(dtype) for n in lengths]
+    dY = None
+    results = []
+    for fused in (True, False):
+        for (layer, name), value in params.items():
+            layer.set_param(name, value.copy())
+            layer.set_grad(name, np.zeros_like(value))
+        np.random.seed(seed)
+        Y, backprop = (_span_layer if fused else _span_layer_layers)(relu, norm, drop, E, is_train)
+        if dY is None:
+            dY = rng.normal(size=Y.shape).astype(dtype)
+        dE = backprop(dY.copy())
+        results.append((Y, dE, {key: key[0].get_grad(key[1]).copy() for key in params}))
+    tol = dict(rtol=1e-9, atol=1e-9) if dtype == "float64" else dict(rtol=2e-3, atol=2e-4)
+    (Y, dE, grads), (Y_ref, dE_ref, grads_ref) = results
+    assert Y.dtype == Y_ref.dtype == np.dtype(dtype)
+    np.testing.assert_allclose(Y, Y_ref, **tol)
+    for got, want in zip(dE, dE_ref):
+        np.testing.assert_allclose(got, want, **tol)
+    for key in params:
+        np.testing.assert_allclose(grads[key], grads_ref[key], **tol)

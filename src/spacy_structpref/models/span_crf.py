@@ -36,9 +36,11 @@ from spacy.util import registry
 from thinc.api import LayerNorm, Linear, Model, Relu, chain, concatenate
 from thinc.initializers import glorot_uniform_init
 from thinc.types import Floats2d, Ints1d
+from thinc.util import get_array_module
 
 from ..errors import StructPrefError
 from .characters import CharacterFeatures
+from ._span_layer import span_layer_backward, span_layer_forward
 from .dropout import Dropout, dropout_mask
 
 LEXICAL_ATTRS = ["NORM", "PREFIX", "SUFFIX", "SHAPE"]
@@ -161,21 +163,15 @@ def _forward(model: Model, docs: List[Doc], is_train: bool):
     if dropout:
         H = [h * m for h, m in zip(H, masks)]
     E, bp_encoder = encoder(H, is_train)
-    first, *rest = _label_layers(labeller)
-    S, bp_first = _span_hidden(first, E)
-    backprops = []
-    for layer in rest:
-        S, bp = layer(S, is_train)
-        backprops.append(bp)
+    relu, norm, drop, out = _label_layers(labeller)
+    S, bp_hidden = _span_layer(relu, norm, drop, E, is_train)
+    S, bp_out = out(S, is_train)
     W = ops.xp.concatenate([e[1:-1] for e in E])
     T, bp_tagger = tagger(W, is_train)
 
     def backprop(d: SpanCRFScores) -> List[Floats2d]:
         dW = bp_tagger(ops.asarray2f(d.tags))
-        dS = ops.asarray2f(d.spans)
-        for bp in reversed(backprops):
-            dS = bp(dS)
-        dE = bp_first(dS)
+        dE = bp_hidden(bp_out(ops.asarray2f(d.spans)))
         start = 0
         for de, n in zip(dE, lengths.tolist()):
             de[1:-1] += dW[start:start + n]
@@ -200,11 +196,45 @@ def _label_mlp(hidden_width: int, dropout: float) -> Model:
 
 def _label_layers(labeller: Model) -> List[Model]:
     """The label MLP's layers in order, as :func:`_label_mlp` nests them:
-    the ReLU layer (its first layer, computed by :func:`_span_hidden`), the
-    layer norm, the dropout and the linear output layer."""
+    the ReLU layer, the layer norm, the dropout (the three run as
+    :func:`_span_layer`) and the linear output layer."""
     (norm_block, drop), out = labeller.layers[0].layers, labeller.layers[1]
     relu, norm = norm_block.layers
     return [relu, norm, drop, out]
+
+
+def _projections(W: Floats2d, E: List[Floats2d]):
+    """The fencepost projections ``a_k = W→ f→_k − W← f←_k`` of every Doc
+    (rows n + 1 each, Docs one after another) in double precision, with
+    the fencepost rows they are made of: ``a_j − a_i`` cancels where a
+    span is short, and double precision keeps the differences as exact as
+    the products of differences were. Returns ``(A, fwd, bwd)``."""
+    xp = get_array_module(W)
+    half = E[0].shape[1] // 2
+    fwd = xp.concatenate([e[:-1, :half] for e in E])
+    bwd = xp.concatenate([e[1:, half:] for e in E])
+    A = fwd.astype("float64") @ W[:, :half].astype("float64").T - bwd.astype("float64") @ W[:, half:].astype("float64").T
+    return A, fwd, bwd
+
+
+def _projections_backprop(relu: Model, E: List[Floats2d], fwd: Floats2d, bwd: Floats2d, dA: Floats2d):
+    """Add the gradient of ``relu``'s W for the gradient ``dA`` of the
+    projections (:func:`_projections`) and return each Doc's input
+    gradient."""
+    xp = relu.ops.xp
+    W = relu.get_param("W")
+    half = E[0].shape[1] // 2
+    relu.inc_grad("W", xp.concatenate([dA.T @ fwd, -(dA.T @ bwd)], axis=1))
+    d_fwd, d_bwd = dA @ W[:, :half], dA @ W[:, half:]
+    out, start = [], 0
+    for e in E:
+        rows = slice(start, start + e.shape[0] - 1)
+        de = xp.zeros_like(e)
+        de[:-1, :half] = d_fwd[rows]
+        de[1:, half:] = -d_bwd[rows]
+        out.append(de)
+        start = rows.stop
+    return out
 
 
 def _span_hidden(relu: Model, E: List[Floats2d]):
@@ -212,43 +242,85 @@ def _span_hidden(relu: Model, E: List[Floats2d]):
     ``E``: start, words, stop), stacked in :func:`span_index` order, with
     ``relu``'s W and b, from the fencepost projections ``a_k`` (module
     docstring); backprop takes the gradient of the output, adds W's and b's
-    and returns one per Doc."""
-    W, b = relu.get_param("W"), relu.get_param("b")
+    and returns one per Doc (any array module)."""
+    b = relu.get_param("b")
     xp = relu.ops.xp
+    A, fwd, bwd = _projections(relu.get_param("W"), E)
     index = [tuple(xp.asarray(x) for x in span_index(e.shape[0] - 2)) for e in E]
-    half = E[0].shape[1] // 2
-    W_fwd, W_bwd = W[:, :half], W[:, half:]
-    # a_j - a_i cancels where the span is short: a in double precision keeps
-    # the differences as exact as the products of differences were
-    W64_fwd, W64_bwd = W_fwd.astype("float64").T, W_bwd.astype("float64").T
-    rows = []
+    rows, start = [], 0
     for e, (i, j) in zip(E, index):
-        n = e.shape[0] - 2
-        a = e[:n + 1, :half].astype("float64") @ W64_fwd - e[1:, half:].astype("float64") @ W64_bwd
+        a = A[start:start + e.shape[0] - 1]
         rows.append((a[j] - a[i]).astype(e.dtype))
+        start += e.shape[0] - 1
     Y = relu.ops.relu(xp.concatenate(rows) + b)
 
     def backprop(dY: Floats2d) -> List[Floats2d]:
         dY = relu.ops.backprop_relu(dY, Y)
         relu.inc_grad("b", dY.sum(axis=0))
-        dW = xp.zeros_like(W)
-        out, start = [], 0
+        dA, start = [], 0
         for e, (i, j) in zip(E, index):
             n = e.shape[0] - 2
             m = (n + 1) * n // 2
-            dense = xp.zeros((n + 1, n + 1, W.shape[0]), dtype=dY.dtype)
+            dense = xp.zeros((n + 1, n + 1, dY.shape[1]), dtype=dY.dtype)
             dense[i, j] = dY[start:start + m]
             start += m
-            da = dense.sum(axis=0) - dense.sum(axis=1)  # a_k enters the spans ending at k with +, starting with -
-            fwd, bwd = e[:n + 1, :half], e[1:, half:]
-            dW[:, :half] += da.T @ fwd
-            dW[:, half:] -= da.T @ bwd
-            de = xp.zeros_like(e)
-            de[:n + 1, :half] = da @ W_fwd
-            de[1:, half:] -= da @ W_bwd
-            out.append(de)
-        relu.inc_grad("W", dW)
-        return out
+            dA.append(dense.sum(axis=0) - dense.sum(axis=1))  # a_k enters the spans ending at k with +, starting with -
+        return _projections_backprop(relu, E, fwd, bwd, xp.concatenate(dA))
+
+    return Y, backprop
+
+
+def _span_layer(relu: Model, norm: Model, drop: Model, E: List[Floats2d], is_train: bool):
+    """The label MLP up to its output layer, ``dropout(LayerNorm(ReLU(W
+    r(i, j) + b)))``, over every span of each Doc, with the three layers'
+    parameters and settings; backprop adds their gradients and returns one
+    per Doc. On numpy one pass per span in each direction
+    (:func:`_span_layer_fused`), on other array modules the layers in turn
+    (:func:`_span_layer_layers`)."""
+    run = _span_layer_fused if relu.ops.xp is numpy else _span_layer_layers
+    return run(relu, norm, drop, E, is_train)
+
+
+def _span_layer_layers(relu: Model, norm: Model, drop: Model, E: List[Floats2d], is_train: bool):
+    """:func:`_span_layer` as :func:`_span_hidden`, then Thinc's layer norm
+    and the dropout node, each its own layer (any array module)."""
+    S, bp_hidden = _span_hidden(relu, E)
+    S, bp_norm = norm(S, is_train)
+    S, bp_drop = drop(S, is_train)
+    return S, lambda dS: bp_hidden(bp_norm(bp_drop(dS)))
+
+
+def _span_layer_fused(relu: Model, norm: Model, drop: Model, E: List[Floats2d], is_train: bool):
+    """:func:`_span_layer` in one compiled pass per span each way
+    (:mod:`._span_layer`), numpy only; the dropout mask is the node's
+    (:func:`.dropout.dropout_mask`, drawn for the whole output at once)."""
+    dtype = E[0].dtype
+    b, G, beta = (layer.get_param(name).astype(dtype, copy=False) for layer, name in
+                  ((relu, "b"), (norm, "G"), (norm, "b")))
+    A, fwd, bwd = _projections(relu.get_param("W"), E)
+    I, J, start = [], [], 0
+    for e in E:
+        i, j = span_index(e.shape[0] - 2)
+        I.append(i + start)
+        J.append(j + start)
+        start += e.shape[0] - 1
+    I, J = numpy.concatenate(I).astype(numpy.intp), numpy.concatenate(J).astype(numpy.intp)
+    shape = (len(I), A.shape[1])
+    rate = drop.attrs["dropout_rate"] if is_train and drop.attrs["is_enabled"] else 0.0
+    mask = dropout_mask(drop.ops, shape, rate).astype(dtype, copy=False) if rate else numpy.empty((0, 0), dtype)
+    R, Y = numpy.empty(shape, dtype), numpy.empty(shape, dtype)
+    mu, rstd = numpy.empty(shape[0]), numpy.empty(shape[0])
+    span_layer_forward(A, I, J, b, G, beta, mask, bool(rate), R, mu, rstd, Y)
+
+    def backprop(dY: Floats2d) -> List[Floats2d]:
+        dA = numpy.zeros(A.shape)
+        db, dG, dbeta = numpy.zeros(shape[1]), numpy.zeros(shape[1]), numpy.zeros(shape[1])
+        span_layer_backward(numpy.ascontiguousarray(dY, dtype=dtype), mask, bool(rate), R, mu, rstd, G, I, J,
+                            dA, db, dG, dbeta)
+        relu.inc_grad("b", db.astype(dtype))
+        norm.inc_grad("G", dG.astype(dtype))
+        norm.inc_grad("b", dbeta.astype(dtype))
+        return _projections_backprop(relu, E, fwd, bwd, dA.astype(dtype))
 
     return Y, backprop
 
