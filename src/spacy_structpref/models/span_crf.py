@@ -40,7 +40,6 @@ from thinc.util import get_array_module
 
 from ..errors import StructPrefError
 from .characters import CharacterFeatures
-from ._span_layer import span_layer_backward, span_layer_forward
 from .dropout import Dropout, dropout_mask
 
 LEXICAL_ATTRS = ["NORM", "PREFIX", "SUFFIX", "SHAPE"]
@@ -294,6 +293,8 @@ def _span_layer_fused(relu: Model, norm: Model, drop: Model, E: List[Floats2d], 
     """:func:`_span_layer` in one compiled pass per span each way
     (:mod:`._span_layer`), numpy only; the dropout mask is the node's
     (:func:`.dropout.dropout_mask`, drawn for the whole output at once)."""
+    from ._span_layer import span_layer_backward, span_layer_forward  # compiled: imported on first use
+
     dtype = E[0].dtype
     b, G, beta = (layer.get_param(name).astype(dtype, copy=False) for layer, name in
                   ((relu, "b"), (norm, "G"), (norm, "b")))
