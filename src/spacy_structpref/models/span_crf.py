@@ -212,7 +212,8 @@ def _projections(W: Floats2d, E: List[Floats2d]):
     half = E[0].shape[1] // 2
     fwd = xp.concatenate([e[:-1, :half] for e in E])
     bwd = xp.concatenate([e[1:, half:] for e in E])
-    A = fwd.astype("float64") @ W[:, :half].astype("float64").T - bwd.astype("float64") @ W[:, half:].astype("float64").T
+    W64 = W.astype("float64")
+    A = fwd.astype("float64") @ W64[:, :half].T - bwd.astype("float64") @ W64[:, half:].T
     return A, fwd, bwd
 
 
