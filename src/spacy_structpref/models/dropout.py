@@ -41,9 +41,15 @@ def Dropout(rate: float = 0.0) -> Model:
     return Model("dropout", _forward, attrs={"dropout_rate": rate, "is_enabled": True})
 
 
+def active_rate(model: Model, is_train: bool) -> float:
+    """The rate a :func:`Dropout` node applies in this pass: its
+    ``dropout_rate`` while training and enabled, else 0."""
+    return model.attrs["dropout_rate"] if is_train and model.attrs["is_enabled"] else 0.0
+
+
 def _forward(model: Model, X: ArrayXd, is_train: bool) -> Tuple[ArrayXd, Callable]:
-    rate = model.attrs["dropout_rate"]
-    if not (is_train and model.attrs["is_enabled"]) or rate == 0:
+    rate = active_rate(model, is_train)
+    if rate == 0:
         return X, lambda dY: dY
     mask = dropout_mask(model.ops, X.shape, rate)
     return X * mask, lambda dY: dY * mask

@@ -40,7 +40,7 @@ from thinc.util import get_array_module
 
 from ..errors import StructPrefError
 from .characters import CharacterFeatures
-from .dropout import Dropout, dropout_mask
+from .dropout import Dropout, active_rate, dropout_mask
 
 LEXICAL_ATTRS = ["NORM", "PREFIX", "SUFFIX", "SHAPE"]
 
@@ -308,7 +308,7 @@ def _span_layer_fused(relu: Model, norm: Model, drop: Model, E: List[Floats2d], 
         start += e.shape[0] - 1
     I, J = numpy.concatenate(I).astype(numpy.intp), numpy.concatenate(J).astype(numpy.intp)
     shape = (len(I), A.shape[1])
-    rate = drop.attrs["dropout_rate"] if is_train and drop.attrs["is_enabled"] else 0.0
+    rate = active_rate(drop, is_train)
     mask = dropout_mask(drop.ops, shape, rate).astype(dtype, copy=False) if rate else numpy.empty((0, 0), dtype)
     R, Y = numpy.empty(shape, dtype), numpy.empty(shape, dtype)
     mu, rstd = numpy.empty(shape[0]), numpy.empty(shape[0])
