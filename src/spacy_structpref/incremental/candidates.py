@@ -9,6 +9,7 @@ correct candidate and stays in the evaluation as an error.
 """
 import json
 from collections import Counter
+from itertools import repeat
 from collections.abc import Sequence as SequenceABC
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
@@ -18,7 +19,7 @@ from nltk.tree import Tree
 
 from ..errors import StructPrefError, check_count
 from ..trees.dag import TreeSetDAG
-from ..trees.arrays import SymbolTable
+from ..trees.arrays import INT, SymbolTable
 from .paths import (ATTACH, CPType, check_edit, connection_paths, extend, incremental_trees,
                     right_frontier)
 
@@ -107,11 +108,19 @@ def candidate_dag(prefix: Tree, token: str, edits: Sequence[Edit], symbols: Symb
     ``TreeSetDAG([extend(prefix, cp, depth, token, reduced) ...], symbols)``
     holds, without building the trees, and with no gold answer needed:
     the prefix is interned once, each candidate adds only its CP and the
-    rebuilt path from its anchor up. Nodes are interned in the order a
-    post-order walk of the candidates meets them, so DAG ids agree too."""
-    dag = TreeSetDAG(symbols=symbols)
+    rebuilt path from its anchor up. Nodes are numbered in the order a
+    post-order walk of the candidates meets them, so DAG ids agree too.
+
+    Of reduced trees, an attachment's new anchor node and the path above it
+    are new to the DAG (the anchor holds the frontier node below it and the
+    word's chain, and no other node holds both), and so is a lift's new
+    root: they are appended without a look-up, a path as one run of
+    nodes; the prefix's frontier nodes, the chains and a lift's spine can
+    coincide with one another (a repeated word and tag) and are hash-consed.
+    With kept subtrees (``reduced=False``) a new subtree can repeat an
+    earlier one, so every node is looked up."""
     if not edits:
-        return dag  # nothing of the prefix is in any candidate
+        return TreeSetDAG(symbols=symbols)  # nothing of the prefix is in any candidate
     frontier = right_frontier(prefix)
     bottom = len(frontier) - 1
     labels = [symbols.label_id(node.label()) for node in frontier]
@@ -119,14 +128,8 @@ def candidate_dag(prefix: Tree, token: str, edits: Sequence[Edit], symbols: Symb
     def word(w) -> int:
         return -(symbols.word_id(str(w)) + 1)
 
-    def unary(node: int, label: int, above) -> Tuple[int, int]:
-        """``node`` (labelled ``label``) under unary nodes labelled ``above``, innermost last."""
-        for name in reversed(above):
-            parent = symbols.label_id(name)
-            node, label = dag.intern(symbols.production_id(parent, [label]), (node,)), parent
-        return node, label
-
-    # per frontier node, its children but the last (bare labels when reduced)
+    # per frontier node, its children but the last (bare labels when reduced); kept subtrees interned first
+    kept = TreeSetDAG(symbols=symbols)
     kept_syms, kept_ids = [], []
     for node in frontier:
         syms, ids = [], []
@@ -137,11 +140,13 @@ def candidate_dag(prefix: Tree, token: str, edits: Sequence[Edit], symbols: Symb
                 syms.append(word(kid.label()))
             else:
                 syms.append(symbols.label_id(kid.label()))
-                ids.append(dag.intern_tree(kid))
+                ids.append(kept.intern_tree(kid))
         kept_syms.append(syms)
         kept_ids.append(tuple(ids))
+    nodes = _NodeList(kept.productions, kept.children)
     last = labels[1:] + [word(frontier[-1][-1])]
     prods = [symbols.production_id(lab, syms + [x]) for lab, syms, x in zip(labels, kept_syms, last)]
+    top_down = prods[::-1]  # a path's productions, from just above its anchor up to the root
     # the prefix's own frontier nodes, interned bottom-up when first needed: original[known:]
     original, known = [-1] * len(frontier), len(frontier)
     chains: Dict[Tuple[str, ...], int] = {}
@@ -151,18 +156,25 @@ def candidate_dag(prefix: Tree, token: str, edits: Sequence[Edit], symbols: Symb
         while known > depth:
             known -= 1
             below = (original[known + 1],) if known < bottom else ()
-            original[known] = dag.intern(prods[known], kept_ids[known] + below)
+            original[known] = nodes.intern(prods[known], kept_ids[known] + below)
         return original[depth]
+
+    def unary(node: int, label: int, above) -> Tuple[int, int]:
+        """``node`` (labelled ``label``) under unary nodes labelled ``above``, innermost last."""
+        for name in reversed(above):
+            parent = symbols.label_id(name)
+            node, label = nodes.intern(symbols.production_id(parent, [label]), (node,)), parent
+        return node, label
 
     def chain(cp: CPType) -> int:
         if cp.chain not in chains:
             foot = symbols.label_id(cp.foot)
-            chains[cp.chain] = unary(dag.intern(symbols.production_id(foot, [word(token)]), ()),
+            chains[cp.chain] = unary(nodes.intern(symbols.production_id(foot, [word(token)]), ()),
                                      foot, cp.chain[:-1])[0]
         return chains[cp.chain]
 
     anchored: Dict[Tuple[int, str], int] = {}  # (depth, chain top) -> the anchor's new production
-
+    roots = []
     for cp, depth in edits:
         check_edit(frontier, cp, depth)
         if cp.kind == ATTACH:
@@ -171,17 +183,60 @@ def candidate_dag(prefix: Tree, token: str, edits: Sequence[Edit], symbols: Symb
             if prod is None:
                 prod = anchored[depth, cp.chain[0]] = symbols.production_id(
                     labels[depth], kept_syms[depth] + [last[depth], symbols.label_id(cp.chain[0])])
-            node = dag.intern(prod, kept_ids[depth] + (below, chain(cp)))
-            for d in range(depth - 1, -1, -1):
-                node = dag.intern(prods[d], kept_ids[d] + (node,))
+            node = nodes.intern(prod, kept_ids[depth] + (below, chain(cp)), new=reduced)
+            if reduced:
+                node = nodes.run(top_down[len(prods) - depth:], node)
+            else:
+                for d in range(depth - 1, -1, -1):
+                    node = nodes.intern(prods[d], kept_ids[d] + (node,))
         else:
             left, label = unary(original_node(0), labels[0], cp.spine[1:])
             top = chain(cp)
             root = symbols.label_id(cp.spine[0])
-            node = dag.intern(symbols.production_id(root, [label, symbols.label_id(cp.chain[0])]),
-                              (left, top))
-        dag.add_root(node)
-    return dag
+            node = nodes.intern(symbols.production_id(root, [label, symbols.label_id(cp.chain[0])]),
+                                (left, top), new=reduced)
+        roots.append(node)
+    return TreeSetDAG.from_arrays(symbols, *nodes.arrays(), np.asarray(roots, dtype=INT))
+
+
+class _NodeList:
+    """DAG nodes in order as flat lists (production, child count, children),
+    hash-consed where :func:`candidate_dag` looks them up, appended where it
+    knows them new; starting from ``productions``/``children`` (a DAG's)."""
+
+    def __init__(self, productions: Sequence[int], children: Sequence[Tuple[int, ...]]):
+        self.prod, self.n_kids = list(productions), [len(k) for k in children]
+        self.kids = [k for kids in children for k in kids]
+        self.index = {(p, k): i for i, (p, k) in enumerate(zip(productions, children))}
+
+    def intern(self, prod: int, kids: Tuple[int, ...], new: bool = False) -> int:
+        """The node's id; ``new``: known not to be among the nodes (no look-up)."""
+        key = (prod, kids)
+        d = None if new else self.index.get(key)
+        if d is None:
+            d = self.index[key] = len(self.prod)
+            self.prod.append(prod)
+            self.n_kids.append(len(kids))
+            self.kids.extend(kids)
+        return d
+
+    def run(self, prods: Sequence[int], node: int) -> int:
+        """Unary nodes known to be new, ``prods[0]`` over ``node``, each next
+        one over the one before; returns the top one's id."""
+        first, n = len(self.prod), len(prods)
+        if not n:
+            return node
+        self.prod.extend(prods)
+        self.n_kids.extend(repeat(1, n))
+        self.kids.append(node)
+        self.kids.extend(range(first, first + n - 1))
+        return first + n - 1
+
+    def arrays(self) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(prod, kid_off, kids)`` as :meth:`TreeSetDAG.dag_arrays` gives them."""
+        kid_off = np.zeros(len(self.prod) + 1, dtype=INT)
+        np.cumsum(self.n_kids, out=kid_off[1:])
+        return np.asarray(self.prod, dtype=INT), kid_off, np.asarray(self.kids, dtype=INT)
 
 
 @dataclass(eq=False)  # identity: its fields are arrays

@@ -25,7 +25,10 @@ class TreeSetDAG(Sequence):
     Per tree only its root is kept; its nodes' occurrence counts are
     derived when first asked for (in compiled code, for all the trees added
     since); ``self[i]`` rebuilds tree i. Builders that know the shared structure can
-    skip trees altogether: ``intern`` nodes, then ``add_root``.
+    skip trees altogether: ``intern`` nodes, then ``add_root``. A DAG rebuilt
+    from arrays (:meth:`from_arrays`) unpacks its nodes into Python lists only
+    when something needs them (interning, ``children``, ``self[i]``): the
+    kernels read the arrays.
 
     Consumers keep what they derive from the set in two caches: ``cache``
     (emptied whenever a node or a tree is added) and ``per_tree`` (arrays of
@@ -39,6 +42,7 @@ class TreeSetDAG(Sequence):
         self._ids: Dict[Tuple[int, Tuple[int, ...]], int] = {}
         self._prod: List[int] = []
         self._kids: List[Tuple[int, ...]] = []
+        self._packed: Optional[Tuple[np.ndarray, np.ndarray, np.ndarray]] = None  # from_arrays, not unpacked yet
         # occurrence arrays (tree, node, count) of the first _occ_done trees, tree by tree
         self._occ_done = 0
         self._occ = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=INT), np.zeros(0))
@@ -52,6 +56,8 @@ class TreeSetDAG(Sequence):
     def intern(self, prod: int, kids: Sequence[int]) -> int:
         """The DAG id of the node with production ``prod`` and node children
         ``kids`` (DAG ids, in order), created if new."""
+        if self._packed is not None:
+            self._unpack()
         key = (prod, tuple(kids))
         d = self._ids.get(key)
         if d is None:
@@ -102,8 +108,8 @@ class TreeSetDAG(Sequence):
 
     def add_root(self, root: int) -> int:
         """Add the tree whose root is DAG node ``root``; returns its index."""
-        if not 0 <= root < len(self._prod):
-            raise StructPrefError(f"no DAG node {root}: the DAG has {len(self._prod)} nodes")
+        if not 0 <= root < self.n_dag_nodes:
+            raise StructPrefError(f"no DAG node {root}: the DAG has {self.n_dag_nodes} nodes")
         if self._shared_per_tree:
             self.per_tree, self._shared_per_tree = dict(self.per_tree), False
         self.roots.append(int(root))
@@ -129,7 +135,7 @@ class TreeSetDAG(Sequence):
             if part.symbols is not out.symbols:
                 raise StructPrefError("mismatched vocabularies: the tree sets to join use different SymbolTables")
             remap: List[int] = []
-            for prod, kids in zip(part._prod, part._kids):
+            for prod, kids in zip(part.productions, part.children):
                 remap.append(out.intern(prod, [remap[k] for k in kids]))
             for root in part.roots:
                 out.add_root(remap[root])
@@ -156,16 +162,24 @@ class TreeSetDAG(Sequence):
         out = cls(symbols=symbols)
         if per_tree is not None:
             out.per_tree, out._shared_per_tree = per_tree, True
-        flat, bounds = kids.tolist(), kid_off.tolist()
-        out._prod = prod.tolist()
-        out._kids = [tuple(flat[a:b]) for a, b in zip(bounds, bounds[1:])]
-        out._ids = dict(zip(zip(out._prod, out._kids), range(len(out._prod))))
+        out._packed = (prod, kid_off, kids)
         out.roots = roots.tolist()
-        out.cache["dag_arrays"] = (prod, kid_off, kids)  # what dag_arrays would compute again
         return out
+
+    def _unpack(self) -> None:
+        """The nodes of :meth:`from_arrays`' arrays as the lists and index that interning extends."""
+        prod, kid_off, kids = self._packed
+        self._packed = None
+        flat, bounds = kids.tolist(), kid_off.tolist()
+        self._prod = prod.tolist()
+        self._kids = [tuple(flat[a:b]) for a, b in zip(bounds, bounds[1:])]
+        self._ids = dict(zip(zip(self._prod, self._kids), range(len(self._prod))))
+        self.cache.setdefault("dag_arrays", (prod, kid_off, kids))  # what dag_arrays would compute again
 
     def tree(self, i: int) -> Tree:
         """Tree ``i`` as a fresh nltk Tree (words from the productions)."""
+        if self._packed is not None:
+            self._unpack()
         labels, words, productions = self.symbols.labels, self.symbols.words, self.symbols.productions
         # entries: [DAG node, children built so far, node children taken]
         stack = [[self.roots[i], [], 0]]
@@ -196,16 +210,20 @@ class TreeSetDAG(Sequence):
 
     @property
     def n_dag_nodes(self) -> int:
-        return len(self._prod)
+        return len(self._packed[0]) if self._packed is not None else len(self._prod)
 
     @property
     def productions(self) -> List[int]:
         """Production id of each DAG node (children come before parents)."""
+        if self._packed is not None:
+            self._unpack()
         return self._prod
 
     @property
     def children(self) -> List[Tuple[int, ...]]:
         """Node children (DAG ids) of each DAG node; words are in the production."""
+        if self._packed is not None:
+            self._unpack()
         return self._kids
 
     @property
@@ -238,7 +256,9 @@ class TreeSetDAG(Sequence):
         """``(prod, kid_off, kids)``: production, child offsets and node
         children of every DAG node, as int32 arrays."""
         arrays = self.cache.get("dag_arrays")
-        if arrays is None:
+        if arrays is None and self._packed is not None:
+            arrays = self.cache["dag_arrays"] = self._packed
+        elif arrays is None:
             kid_off = np.zeros(len(self._prod) + 1, dtype=INT)
             np.cumsum(np.fromiter(map(len, self._kids), dtype=INT, count=len(self._kids)), out=kid_off[1:])
             kids = np.fromiter(chain.from_iterable(self._kids), dtype=INT, count=int(kid_off[-1]))
