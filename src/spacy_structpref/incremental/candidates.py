@@ -149,7 +149,7 @@ def candidate_dag(prefix: Tree, token: str, edits: Sequence[Edit], symbols: Symb
     top_down = prods[::-1]  # a path's productions, from just above its anchor up to the root
     # the prefix's own frontier nodes, interned bottom-up when first needed: original[known:]
     original, known = [-1] * len(frontier), len(frontier)
-    chains: Dict[Tuple[str, ...], int] = {}
+    chains: Dict[Tuple[str, ...], Tuple[int, int]] = {}
 
     def original_node(depth: int) -> int:
         nonlocal known
@@ -166,12 +166,18 @@ def candidate_dag(prefix: Tree, token: str, edits: Sequence[Edit], symbols: Symb
             node, label = nodes.intern(symbols.production_id(parent, [label]), (node,)), parent
         return node, label
 
-    def chain(cp: CPType) -> int:
-        if cp.chain not in chains:
-            foot = symbols.label_id(cp.foot)
-            chains[cp.chain] = unary(nodes.intern(symbols.production_id(foot, [word(token)]), ()),
-                                     foot, cp.chain[:-1])[0]
-        return chains[cp.chain]
+    def chain(labels: Tuple[str, ...]) -> Tuple[int, int]:
+        """The chain ``labels`` down to the new word: its top node and label,
+        built on the chain one shorter (chains sharing their lower part build it once)."""
+        got = chains.get(labels)
+        if got is None:
+            if len(labels) == 1:
+                foot = symbols.label_id(labels[0])
+                got = nodes.intern(symbols.production_id(foot, [word(token)]), ()), foot
+            else:
+                got = unary(*chain(labels[1:]), labels[:1])
+            chains[labels] = got
+        return got
 
     anchored: Dict[Tuple[int, str], int] = {}  # (depth, chain top) -> the anchor's new production
     roots = []
@@ -183,7 +189,7 @@ def candidate_dag(prefix: Tree, token: str, edits: Sequence[Edit], symbols: Symb
             if prod is None:
                 prod = anchored[depth, cp.chain[0]] = symbols.production_id(
                     labels[depth], kept_syms[depth] + [last[depth], symbols.label_id(cp.chain[0])])
-            node = nodes.intern(prod, kept_ids[depth] + (below, chain(cp)), new=reduced)
+            node = nodes.intern(prod, kept_ids[depth] + (below, chain(cp.chain)[0]), new=reduced)
             if reduced:
                 node = nodes.run(top_down[len(prods) - depth:], node)
             else:
@@ -191,7 +197,7 @@ def candidate_dag(prefix: Tree, token: str, edits: Sequence[Edit], symbols: Symb
                     node = nodes.intern(prods[d], kept_ids[d] + (node,))
         else:
             left, label = unary(original_node(0), labels[0], cp.spine[1:])
-            top = chain(cp)
+            top = chain(cp.chain)[0]
             root = symbols.label_id(cp.spine[0])
             node = nodes.intern(symbols.production_id(root, [label, symbols.label_id(cp.chain[0])]),
                                 (left, top), new=reduced)
