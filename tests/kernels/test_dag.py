@@ -106,6 +106,26 @@ def test_rebuilt_dags_share_what_is_derived_per_tree_until_a_tree_is_added():
     assert [len(v) for v in kept.values()] == [2]
 
 
+@pytest.mark.parametrize("first", ["add_root", "intern", "join", "tree", "kernel"])
+def test_a_dag_rebuilt_from_arrays_is_the_dag_it_came_from_whatever_is_asked_first(first):
+    """Its nodes stay packed until something needs them as lists: any
+    operation first, then the rest, gives what the original DAG gives."""
+    trees = ["(S (NP (DT the) (NN dog)) (VP (VB runs)))", "(S (NP (DT a) (NN dog)) (VP (VB runs)))"]
+    dag = TreeSetDAG(trees)
+    again = TreeSetDAG.from_arrays(dag.symbols, *dag.to_arrays())
+    assert again.n_dag_nodes == dag.n_dag_nodes
+    steps = {"add_root": lambda d: d.add_root(d.roots[0]),
+             "intern": lambda d: d.add("(S (NP (DT the) (NN cat)) (VP (VB runs)))"),
+             "join": lambda d: TreeSetDAG.join([d, d]).roots,
+             "tree": lambda d: str(d[1]),
+             "kernel": lambda d: dag_kernel_block(d).tolist()}
+    for name in [first] + [n for n in steps if n != first]:
+        assert steps[name](again) == steps[name](dag), name
+    assert (again.productions, again.children, again.roots) == (dag.productions, dag.children, dag.roots)
+    assert [again.intern(p, k) for p, k in zip(dag.productions, dag.children)] == list(range(dag.n_dag_nodes))
+    np.testing.assert_array_equal(np.concatenate(again.dag_arrays()), np.concatenate(dag.dag_arrays()))
+
+
 def test_sharing_is_counted_once():
     t = Tree.fromstring("(S (NP (DT the) (NN dog)) (VP (VB runs) (NP (DT the) (NN dog))))")
     dag = TreeSetDAG([t, t.copy(deep=True)])

@@ -9,9 +9,9 @@ correct candidate and stays in the evaluation as an error.
 """
 import json
 from collections import Counter
-from itertools import repeat
 from collections.abc import Sequence as SequenceABC
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np

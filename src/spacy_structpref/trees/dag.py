@@ -56,7 +56,7 @@ class TreeSetDAG(Sequence):
     def intern(self, prod: int, kids: Sequence[int]) -> int:
         """The DAG id of the node with production ``prod`` and node children
         ``kids`` (DAG ids, in order), created if new."""
-        if self._packed is not None:
+        if self._packed is not None:  # checked here, not by a call: interning is the hot path
             self._unpack()
         key = (prod, tuple(kids))
         d = self._ids.get(key)
@@ -167,7 +167,10 @@ class TreeSetDAG(Sequence):
         return out
 
     def _unpack(self) -> None:
-        """The nodes of :meth:`from_arrays`' arrays as the lists and index that interning extends."""
+        """The nodes of :meth:`from_arrays`' arrays as the lists and index
+        that interning extends (once: nothing to do after)."""
+        if self._packed is None:
+            return
         prod, kid_off, kids = self._packed
         self._packed = None
         flat, bounds = kids.tolist(), kid_off.tolist()
@@ -178,8 +181,7 @@ class TreeSetDAG(Sequence):
 
     def tree(self, i: int) -> Tree:
         """Tree ``i`` as a fresh nltk Tree (words from the productions)."""
-        if self._packed is not None:
-            self._unpack()
+        self._unpack()
         labels, words, productions = self.symbols.labels, self.symbols.words, self.symbols.productions
         # entries: [DAG node, children built so far, node children taken]
         stack = [[self.roots[i], [], 0]]
@@ -215,15 +217,13 @@ class TreeSetDAG(Sequence):
     @property
     def productions(self) -> List[int]:
         """Production id of each DAG node (children come before parents)."""
-        if self._packed is not None:
-            self._unpack()
+        self._unpack()
         return self._prod
 
     @property
     def children(self) -> List[Tuple[int, ...]]:
         """Node children (DAG ids) of each DAG node; words are in the production."""
-        if self._packed is not None:
-            self._unpack()
+        self._unpack()
         return self._kids
 
     @property
