@@ -297,6 +297,23 @@ def test_candidate_dag_needs_no_gold():
     assert len(candidate_dag(prefix, "x", [], symbols)) == 0
 
 
+@pytest.mark.parametrize("reduced", [True, False])
+def test_an_edit_given_twice_shares_its_nodes(reduced):
+    """Candidates repeated (the same edit twice, in any order) are hash-consed
+    as the trees would be: one root for both, no node twice."""
+    train = [Tree.fromstring(SENT)] + ptb_trees("train")[:50]
+    inventory = CPInventory.from_trees(train)
+    symbols = SymbolTable()
+    prefix = incremental_trees(Tree.fromstring(SENT))[2]
+    edits = candidate_edits(prefix, "NN", inventory)
+    assert len(edits) > 2
+    twice = [list(e) for e in edits[:2]] + edits + [edits[0]]  # lists, as decoded JSON gives them
+    got = candidate_dag(prefix, "dog", twice, symbols, reduced)
+    expected = TreeSetDAG([extend(prefix, cp, d, "dog", reduced) for cp, d in twice], symbols)
+    assert _dag_key(got) == _dag_key(expected)
+    assert got.roots[0] == got.roots[2] == got.roots[-1] and len(set(got.roots)) == len(edits)
+
+
 def test_inventory_counts_and_round_trip():
     tree = Tree.fromstring(SENT)
     inventory = CPInventory.from_trees([tree, tree])

@@ -118,7 +118,8 @@ def candidate_dag(prefix: Tree, token: str, edits: Sequence[Edit], symbols: Symb
     nodes; the prefix's frontier nodes, the chains and a lift's spine can
     coincide with one another (a repeated word and tag) and are hash-consed.
     With kept subtrees (``reduced=False``) a new subtree can repeat an
-    earlier one, so every node is looked up."""
+    earlier one, and an edit given twice repeats its candidate's nodes:
+    then every node is looked up."""
     if not edits:
         return TreeSetDAG(symbols=symbols)  # nothing of the prefix is in any candidate
     frontier = right_frontier(prefix)
@@ -180,6 +181,7 @@ def candidate_dag(prefix: Tree, token: str, edits: Sequence[Edit], symbols: Symb
         return got
 
     anchored: Dict[Tuple[int, str], int] = {}  # (depth, chain top) -> the anchor's new production
+    fresh = reduced and len(set(map(tuple, edits))) == len(edits)  # each candidate's own nodes are new to the DAG
     roots = []
     for cp, depth in edits:
         check_edit(frontier, cp, depth)
@@ -189,8 +191,8 @@ def candidate_dag(prefix: Tree, token: str, edits: Sequence[Edit], symbols: Symb
             if prod is None:
                 prod = anchored[depth, cp.chain[0]] = symbols.production_id(
                     labels[depth], kept_syms[depth] + [last[depth], symbols.label_id(cp.chain[0])])
-            node = nodes.intern(prod, kept_ids[depth] + (below, chain(cp.chain)[0]), new=reduced)
-            if reduced:
+            node = nodes.intern(prod, kept_ids[depth] + (below, chain(cp.chain)[0]), new=fresh)
+            if fresh:
                 node = nodes.run(top_down[len(prods) - depth:], node)
             else:
                 for d in range(depth - 1, -1, -1):
@@ -200,7 +202,7 @@ def candidate_dag(prefix: Tree, token: str, edits: Sequence[Edit], symbols: Symb
             top = chain(cp.chain)[0]
             root = symbols.label_id(cp.spine[0])
             node = nodes.intern(symbols.production_id(root, [label, symbols.label_id(cp.chain[0])]),
-                                (left, top), new=reduced)
+                                (left, top), new=fresh)
         roots.append(node)
     return TreeSetDAG.from_arrays(symbols, *nodes.arrays(), np.asarray(roots, dtype=INT))
 
