@@ -67,7 +67,8 @@ def main():
     for reduced in (True, False):
         symbols = SymbolTable()  # one table, as a learner's: each side finds the other's productions
         ours = reference = 0.0
-        for _ in range(3):  # the two in turn, so that a change of load falls on both
+        rounds = 3
+        for _ in range(rounds):  # the two in turn, so that a change of load falls on both
             t0 = time.process_time()
             for s in sample:
                 s.dag(symbols, reduced)
@@ -75,7 +76,7 @@ def main():
             for s in sample:
                 TreeSetDAG(s.trees(reduced), symbols)
             ours, reference = ours + t1 - t0, reference + time.process_time() - t1
-        per_set = 1e3 / (3 * len(sample))
+        per_set = 1e3 / (rounds * len(sample))
         print(f"candidate DAGs ({'reduced' if reduced else 'full'}): ours {ours * per_set:.2f} ms a set, "
               f"trees hash-consed {reference * per_set:.2f} ms a set, ratio {ours / reference:.2f}")
 
