@@ -255,10 +255,8 @@ class TreeSetDAG(Sequence):
     def dag_arrays(self) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(prod, kid_off, kids)``: production, child offsets and node
         children of every DAG node, as int32 arrays."""
-        arrays = self.cache.get("dag_arrays")
-        if arrays is None and self._packed is not None:
-            arrays = self.cache["dag_arrays"] = self._packed
-        elif arrays is None:
+        arrays = self.cache.get("dag_arrays", self._packed)
+        if arrays is None:
             kid_off = np.zeros(len(self._prod) + 1, dtype=INT)
             np.cumsum(np.fromiter(map(len, self._kids), dtype=INT, count=len(self._kids)), out=kid_off[1:])
             kids = np.fromiter(chain.from_iterable(self._kids), dtype=INT, count=int(kid_off[-1]))
