@@ -197,6 +197,28 @@ def test_the_main_job_makes_the_package_and_leaves_the_papers_tables_to_paper():
         == {"train-vectors"}
 
 
+def test_a_short_run_caps_every_iterative_training():
+    """Every ``spacy train`` of the project whose config trains by steps
+    (evaluating every ``eval_frequency`` > 1 steps) passes the ``max_steps``
+    variable on, so that a short run (CI's) is short in every workflow."""
+    from spacy.util import load_config
+
+    project = _project()
+    max_steps = str(project["vars"]["max_steps"])
+    uncapped = []
+    for command in project["commands"]:
+        for line in command["script"]:
+            words = shlex.split(line)
+            if "--" not in words or words[words.index("--") + 1:][:4] != ["python", "-m", "spacy", "train"]:
+                continue
+            config = load_config(ROOT / words[words.index("--") + 5], interpolate=False)
+            if config["training"]["eval_frequency"] > 1:
+                option = words.index("--training.max_steps") if "--training.max_steps" in words else None
+                if option is None or words[option + 1] != max_steps:
+                    uncapped.append(command["name"])
+    assert not uncapped, f"trainings a short run does not cap: {uncapped}"
+
+
 def test_ci_checks_what_the_workflow_writes():
     """.ci/run checks files that steps of `all` write, and the step times of `all`."""
     ci = (ROOT / ".ci" / "run").read_text()
