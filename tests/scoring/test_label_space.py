@@ -6,6 +6,14 @@ import pytest
 from spacy_structpref.corpora.labels import variant_bases
 from spacy_structpref.scoring.label_space import family_closeness, variant_closeness
 
+# five TREC-like labels in three families, and their cosines
+FAMILY_LABELS = ["HUM:ind", "HUM:gr", "LOC:city", "LOC:other", "NUM:date"]
+FAMILY_SIMS = numpy.array([[1.0, 0.8, 0.1, 0.0, 0.2],
+                           [0.8, 1.0, 0.9, 0.1, 0.0],
+                           [0.1, 0.9, 1.0, 0.5, 0.0],
+                           [0.0, 0.1, 0.5, 1.0, 0.5],
+                           [0.2, 0.0, 0.0, 0.5, 1.0]])
+
 
 def test_variant_closeness_by_hand():
     labels = ["NN", "NN-TL", "VB", "VB-HL"]
@@ -25,12 +33,7 @@ def test_variant_closeness_by_hand():
 
 
 def test_family_closeness_by_hand():
-    labels = ["HUM:ind", "HUM:gr", "LOC:city", "LOC:other", "NUM:date"]
-    sims = numpy.array([[1.0, 0.8, 0.1, 0.0, 0.2],
-                        [0.8, 1.0, 0.9, 0.1, 0.0],
-                        [0.1, 0.9, 1.0, 0.5, 0.0],
-                        [0.0, 0.1, 0.5, 1.0, 0.5],
-                        [0.2, 0.0, 0.0, 0.5, 1.0]])
+    labels, sims = FAMILY_LABELS, FAMILY_SIMS
     c = family_closeness(labels, sims)
     # nearest: HUM:ind -> HUM:gr (in); HUM:gr -> LOC:city (out); LOC:city -> HUM:gr (out);
     # LOC:other -> LOC:city and NUM:date tie at 0.5 (a tie counts against it); NUM:date -> LOC:other (out)
@@ -47,12 +50,7 @@ def test_family_closeness_by_hand():
 
 
 def test_family_closeness_per_family_and_between_families():
-    labels = ["HUM:ind", "HUM:gr", "LOC:city", "LOC:other", "NUM:date"]
-    sims = numpy.array([[1.0, 0.8, 0.1, 0.0, 0.2],
-                        [0.8, 1.0, 0.9, 0.1, 0.0],
-                        [0.1, 0.9, 1.0, 0.5, 0.0],
-                        [0.0, 0.1, 0.5, 1.0, 0.5],
-                        [0.2, 0.0, 0.0, 0.5, 1.0]])
+    labels, sims = FAMILY_LABELS, FAMILY_SIMS
     c = family_closeness(labels, sims)
     assert c["within_by_family"] == pytest.approx({"HUM": 0.8, "LOC": 0.5})
     assert c["between"] == pytest.approx({("HUM", "LOC"): 0.275, ("HUM", "NUM"): 0.1, ("LOC", "NUM"): 0.25})
