@@ -9,7 +9,7 @@ from nltk.tree import Tree
 from spacy_structpref.errors import StructPrefError
 from spacy_structpref.kernels import tree_kernel
 from spacy_structpref.trees import Forest, ForestBuilder, SymbolTable, TreeArrays, parse_bracketed
-from spacy_structpref.trees.arrays import FlatTrees
+from spacy_structpref.trees.arrays import FlatTrees, offsets
 
 from tests.helpers.strategies import trees
 
@@ -286,3 +286,12 @@ def test_hand_built_forests_with_bad_ids_are_refused(change, match):
     fields.update(change(forest))
     with pytest.raises(StructPrefError, match=match):
         Forest(**fields, root=1, n_words=1, symbols=symbols)
+
+
+@given(st.lists(st.integers(0, 1000), max_size=20), st.sampled_from([np.int32, np.int64]))
+def test_offsets_start_each_run_and_end_with_the_total(counts, dtype):
+    off = offsets(np.asarray(counts, dtype=np.int64), dtype)
+    assert off.dtype == dtype and len(off) == len(counts) + 1
+    assert off.tolist() == [sum(counts[:i]) for i in range(len(counts) + 1)]
+    assert offsets([True, False, True]).tolist() == [0, 1, 1, 2]
+

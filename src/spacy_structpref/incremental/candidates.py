@@ -19,7 +19,7 @@ from nltk.tree import Tree
 
 from ..errors import StructPrefError, check_count
 from ..trees.dag import TreeSetDAG
-from ..trees.arrays import INT, SymbolTable
+from ..trees.arrays import INT, SymbolTable, offsets
 from .paths import (ATTACH, CPType, check_edit, connection_paths, extend, incremental_trees,
                     right_frontier)
 
@@ -242,9 +242,7 @@ class _NodeList:
 
     def arrays(self) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(prod, kid_off, kids)`` as :meth:`TreeSetDAG.dag_arrays` gives them."""
-        kid_off = np.zeros(len(self.prod) + 1, dtype=INT)
-        np.cumsum(self.n_kids, out=kid_off[1:])
-        return np.asarray(self.prod, dtype=INT), kid_off, np.asarray(self.kids, dtype=INT)
+        return np.asarray(self.prod, dtype=INT), offsets(self.n_kids, INT), np.asarray(self.kids, dtype=INT)
 
 
 @dataclass(eq=False)  # identity: its fields are arrays

@@ -9,7 +9,7 @@ needs a table over one tree's distinct node pairs: a tree of more than
 import numpy as np
 
 from ..errors import StructPrefError
-from ..trees.arrays import INT, TreeArrays
+from ..trees.arrays import INT, TreeArrays, offsets
 from ..trees.dag import TreeSetDAG
 from . import _kernels
 from .inputs import MAX_NODES, check_lambda, check_max_nodes, check_sigma, check_sizes
@@ -104,8 +104,7 @@ def _production_index(dag: TreeSetDAG):
         position = np.empty(len(order), dtype=INT)
         position[order] = np.arange(len(order), dtype=INT)
         counts = np.diff(packed.kid_off)[order]
-        kid_off = np.zeros(len(order) + 1, dtype=INT)
-        np.cumsum(counts, out=kid_off[1:])
+        kid_off = offsets(counts, INT)
         # kid slot i of new node k: old slot packed.kid_off[order[k]] + (i - kid_off[k])
         slots = np.repeat(packed.kid_off[order] - kid_off[:-1], counts) + np.arange(kid_off[-1], dtype=INT)
         kids = position[packed.kids[slots]]

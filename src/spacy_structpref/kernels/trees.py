@@ -17,7 +17,7 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 
 from ..errors import StructPrefError
-from ..trees.arrays import INT, FlatTrees, SymbolTable, TreeArrays
+from ..trees.arrays import INT, FlatTrees, SymbolTable, TreeArrays, offsets
 from ..trees.convert import shared_symbols, tree_batch
 from ..trees.forest import Forest
 from . import _kernels
@@ -37,8 +37,7 @@ def pack(trees) -> "_kernels.PackedArrays":
     node_off, prod, children = flat.node_off, flat.prod, flat.children
     total = int(node_off[-1])
     is_node = children >= 0
-    kid_count = np.zeros(len(children) + 1, dtype=np.int64)
-    np.cumsum(is_node, out=kid_count[1:])
+    kid_count = offsets(is_node)
     kid_off = kid_count[flat.child_off].astype(INT)
     kids = children[is_node]
     tree_of = np.repeat(np.arange(n), np.diff(node_off))

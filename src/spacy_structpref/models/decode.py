@@ -16,6 +16,7 @@ from typing import Optional, Tuple
 import numpy
 
 from ..errors import TaggerError
+from ..trees.arrays import offsets
 from .distro import DistroScores
 from .tag_dictionary import candidate_lists, restrict_to
 
@@ -94,7 +95,7 @@ def hinge_loss(scores: DistroScores, gold: numpy.ndarray, cost: float = 1.0,
         rows = numpy.nonzero(active)[0]
         numpy.add.at(dS, (rows, pred_path[rows]), 1.0)
         numpy.add.at(dS, (rows, gold_path[rows]), -1.0)
-        starts = numpy.concatenate([[0], numpy.cumsum(lengths)[:-1]]).astype(int)
+        starts = offsets(lengths)[:-1]
         first = numpy.zeros(len(S), dtype=bool)
         first[starts[lengths > 0]] = True
         heads = rows[first[rows]]

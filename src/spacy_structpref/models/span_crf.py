@@ -39,6 +39,7 @@ from thinc.types import Floats2d, Ints1d
 from thinc.util import get_array_module
 
 from ..errors import StructPrefError
+from ..trees.arrays import offsets
 from .characters import CharacterFeatures
 from .dropout import Dropout, active_rate, dropout_mask
 
@@ -60,11 +61,11 @@ class SpanCRFScores:
     def span_offsets(self) -> numpy.ndarray:
         """Start of each Doc's rows in ``spans`` (one more entry: the total)."""
         n = numpy.asarray(self.lengths, dtype=numpy.int64)
-        return numpy.concatenate([[0], numpy.cumsum(n * (n + 1) // 2)])
+        return offsets(n * (n + 1) // 2)
 
     def tag_offsets(self) -> numpy.ndarray:
         """Start of each Doc's rows in ``tags`` (one more entry: the total)."""
-        return numpy.concatenate([[0], numpy.cumsum(numpy.asarray(self.lengths, dtype=numpy.int64))])
+        return offsets(numpy.asarray(self.lengths, dtype=numpy.int64))
 
     def on_host(self, ops) -> "SpanCRFScores":
         """The scores as numpy arrays, where the tree CRF (compiled for the
@@ -413,14 +414,14 @@ class _Packing:
     def of(cls, xp, lengths: numpy.ndarray) -> "_Packing":
         order = numpy.argsort(-lengths, kind="stable")
         active = (lengths[order][None, :] > numpy.arange(int(lengths.max()))[:, None]).sum(axis=1)
-        offsets = numpy.concatenate([[0], numpy.cumsum(active)])
+        starts = offsets(active)
         step = numpy.repeat(numpy.arange(len(active)), active)
-        rank = numpy.arange(len(step)) - offsets[step]  # position among the running sequences
+        rank = numpy.arange(len(step)) - starts[step]  # position among the running sequences
         seq = order[rank]
-        first = numpy.concatenate([[0], numpy.cumsum(lengths)[:-1]])[seq]
+        first = offsets(lengths)[:-1][seq]
         later = step > 0
-        previous = offsets[step[later] - 1] + rank[later]
-        return cls(active, offsets, xp.asarray(first + step), xp.asarray(first + lengths[seq] - 1 - step),
+        previous = starts[step[later] - 1] + rank[later]
+        return cls(active, starts, xp.asarray(first + step), xp.asarray(first + lengths[seq] - 1 - step),
                    xp.asarray(previous))
 
 

@@ -20,6 +20,7 @@ from thinc.api import Model
 from thinc.types import Floats2d
 
 from ..errors import TaggerError
+from ..trees.arrays import offsets
 
 TEMPLATES = ("lower", "pre1", "pre2", "pre3", "suf1", "suf2", "suf3", "cap", "shape",
              "prev", "next")
@@ -188,11 +189,11 @@ def _bag_forward(model: Model, docs: List[Doc], is_train: bool):
     per_doc = [_hash_rows(model, bag_keys(d)).ravel() for d in docs]
     counts = numpy.asarray([len(r) for r in per_doc], dtype=numpy.int32)
     rows = numpy.concatenate(per_doc) if per_doc else numpy.zeros(0, dtype=numpy.int32)
-    offsets = numpy.concatenate([[0], numpy.cumsum(counts)]).astype(numpy.int32)
+    row_off = offsets(counts, numpy.int32)
     if isinstance(E, numpy.ndarray):
         from ._sparse import gather_sum_ragged  # compiled extension: imported on first use
 
-        summed = gather_sum_ragged(E, rows, offsets)
+        summed = gather_sum_ragged(E, rows, row_off)
     else:  # on a GPU
         summed = model.ops.reduce_sum(E[model.ops.asarray(rows)], model.ops.asarray1i(counts))
     outputs = [summed[i: i + 1] for i in range(len(docs))]

@@ -14,6 +14,7 @@ import numpy
 from spacy.strings import hash_string
 
 from ..errors import TaggerError
+from ..trees.arrays import offsets
 
 
 class TagDictionary:
@@ -88,9 +89,7 @@ def candidate_lists(mask: numpy.ndarray) -> Tuple[numpy.ndarray, numpy.ndarray]:
     """A boolean (N, M) candidate mask as ``(offsets, labels)`` (int32, CSR:
     token t's candidates are ``labels[offsets[t]:offsets[t + 1]]``)."""
     mask = numpy.asarray(mask, dtype=bool)
-    offsets = numpy.zeros(len(mask) + 1, dtype=numpy.int32)
-    numpy.cumsum(mask.sum(axis=1), out=offsets[1:])
-    return offsets, numpy.nonzero(mask)[1].astype(numpy.int32)
+    return offsets(mask.sum(axis=1), numpy.int32), numpy.nonzero(mask)[1].astype(numpy.int32)
 
 
 def restrict_to(mask: Optional[numpy.ndarray], labels: numpy.ndarray, n_labels: int,

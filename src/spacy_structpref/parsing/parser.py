@@ -17,7 +17,7 @@ import numpy as np
 from nltk.tree import Tree
 
 from ..errors import StructPrefError, check_count
-from ..trees.arrays import SymbolTable
+from ..trees.arrays import SymbolTable, offsets
 from ..trees.brackets import escape_label, escape_word, to_bracketed
 from ..trees.dag import TreeSetDAG
 from ..trees.forest import Forest, ForestBuilder
@@ -320,7 +320,7 @@ def prune_by_merit(forest: Forest, ratio: float) -> Forest:
     new_id = np.cumsum(alive) - 1  # keeps the bottom-up order
     tails = np.where(tails >= 0, new_id[np.maximum(tails, 0)], tails)
     out = Forest(forest.label[alive], forest.start[alive], forest.end[alive], new_id[forest.head[keep]],
-                 np.concatenate([[0], np.cumsum(sizes)]), tails, forest.rule[keep], forest.prob[keep],
+                 offsets(sizes), tails, forest.rule[keep], forest.prob[keep],
                  new_id[forest.root], forest.n_words, forest.symbols, state=forest.state[alive])
     return out.compute_inside_outside()
 

@@ -17,6 +17,7 @@ from typing import List, Sequence, Tuple
 import numpy as np
 
 from ..errors import StructPrefError
+from ..trees.arrays import offsets
 from ..trees.forest import Forest
 
 
@@ -66,7 +67,7 @@ def compatible_subforest(forest: Forest, brackets: Sequence[Tuple[int, int]], al
     tails = np.where(tails >= 0, new_id[np.maximum(tails, 0)], tails)
     sizes = np.diff(f.tail_start)[keep_edge]
     sub = Forest(f.label[keep_node], f.start[keep_node], f.end[keep_node], new_id[f.head[keep_edge]],
-                 np.concatenate([[0], np.cumsum(sizes)]), tails, f.rule[keep_edge], f.prob[keep_edge] ** alpha,
+                 offsets(sizes), tails, f.rule[keep_edge], f.prob[keep_edge] ** alpha,
                  new_id[f.root], f.n_words, f.symbols, state=f.state[keep_node])
     return sub.compute_inside_outside()
 

@@ -21,6 +21,15 @@ from ..errors import StructPrefError
 INT = np.int32
 
 
+def offsets(counts, dtype=np.int64) -> np.ndarray:
+    """``[0, c0, c0 + c1, …, total]`` for ``counts`` (``len(counts) + 1``
+    entries of ``dtype``): where each run of a concatenation starts, and its
+    end (the CSR form's offsets)."""
+    off = np.zeros(len(counts) + 1, dtype=dtype)
+    np.cumsum(counts, out=off[1:])
+    return off
+
+
 def _intern(ids: dict, items: list, key) -> int:
     i = ids.get(key)
     if i is None:
@@ -270,10 +279,8 @@ class FlatTrees:
         """Concatenate trees (all built with ``symbols``); ``trees`` stays the given list."""
         trees = list(trees)
         sizes = np.array([t.n_nodes for t in trees], dtype=np.int64)
-        node_off = np.zeros(len(trees) + 1, dtype=np.int64)
-        np.cumsum(sizes, out=node_off[1:])
-        kid_base = np.zeros(len(trees) + 1, dtype=np.int64)
-        np.cumsum([len(t.children) for t in trees], out=kid_base[1:])
+        node_off = offsets(sizes)
+        kid_base = offsets([len(t.children) for t in trees])
         child_off = np.empty(int(node_off[-1]) + 1, dtype=np.int64)
         child_off[-1] = kid_base[-1]
 
@@ -378,7 +385,7 @@ def check_tree_arrays(what: str, node_off, label, prod, start, end, child_off, c
     parents = np.bincount(kid[kids], minlength=n)
     first_bad(what, "children", has_words & (parents != ~is_root), np.arange(n),
               "(a node) is not the child of exactly one node (the root: of none)")
-    word_off = np.concatenate([[0], np.cumsum(n_words)])
+    word_off = offsets(n_words)
     leaves = np.bincount((word_off[tree_of[owner]] - children - 1)[worded & ~is_node], minlength=word_off[-1])
     first_bad(what, "children", leaves != 1, leaves, "(a word's leaves) is not exactly one leaf per word")
     first, last = child_off[:-1][kid_count > 0], child_off[1:][kid_count > 0] - 1

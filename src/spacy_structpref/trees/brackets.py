@@ -13,7 +13,7 @@ import numpy as np
 from nltk.tree import Tree
 
 from ..errors import BracketError
-from .arrays import FlatTrees, SymbolTable
+from .arrays import FlatTrees, SymbolTable, offsets
 
 
 def _tokenize(text: str) -> List[str]:
@@ -85,8 +85,7 @@ def bracketed_to_arrays(texts: Sequence[str], symbols: Optional[SymbolTable] = N
             parse_bracketed(text)  # raises the error for a non-string
         # the Cython scanner knows ASCII whitespace only: respace other text as str.split sees it
         data.append((text if text.isascii() else " ".join(_tokenize(text))).encode("utf-8", "surrogatepass"))
-    text_off = np.zeros(len(data) + 1, dtype=np.int64)
-    np.cumsum([len(d) for d in data], out=text_off[1:])
+    text_off = offsets([len(d) for d in data])
     from . import _brackets  # compiled: not at import, the package must load without it
 
     tokens, token_off, spellings = _brackets.tokenize(b"".join(data), text_off)

@@ -12,7 +12,7 @@ import numpy as np
 from nltk.tree import Tree
 
 from ..errors import StructPrefError
-from .arrays import INT, SymbolTable, TreeArrays
+from .arrays import INT, SymbolTable, TreeArrays, offsets
 from .convert import shared_symbols, tree_list
 
 
@@ -257,8 +257,7 @@ class TreeSetDAG(Sequence):
         children of every DAG node, as int32 arrays."""
         arrays = self.cache.get("dag_arrays", self._packed)
         if arrays is None:
-            kid_off = np.zeros(len(self._prod) + 1, dtype=INT)
-            np.cumsum(np.fromiter(map(len, self._kids), dtype=INT, count=len(self._kids)), out=kid_off[1:])
+            kid_off = offsets(np.fromiter(map(len, self._kids), dtype=INT, count=len(self._kids)), INT)
             kids = np.fromiter(chain.from_iterable(self._kids), dtype=INT, count=int(kid_off[-1]))
             arrays = self.cache["dag_arrays"] = (np.asarray(self._prod, dtype=INT), kid_off, kids)
         return arrays
