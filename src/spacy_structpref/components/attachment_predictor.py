@@ -397,6 +397,8 @@ class AttachmentPredictor(LearnerPipe):
         ``log a`` in [-7, 7] by golden-section search."""
         import numpy as np
 
+        from ..trees.arrays import offsets
+
         utilities, gold = self._gold_utilities(docs)
         pairs = [(u, g) for u, g in zip(utilities, gold) if g is not None and len(u) > 1]
         if not pairs:
@@ -404,7 +406,7 @@ class AttachmentPredictor(LearnerPipe):
                                   "to fit softmax_scale on")
         u = np.concatenate([u for u, _ in pairs])
         sizes = [len(x) for x, _ in pairs]
-        starts = np.cumsum([0] + sizes[:-1])
+        starts = offsets(sizes)[:-1]
         owner = np.repeat(np.arange(len(pairs)), sizes)
         picked = u[starts + np.array([g for _, g in pairs])]
 

@@ -45,6 +45,7 @@ from spacy.util import registry
 from thinc.api import Model, NumpyOps
 
 from ..errors import StructPrefError
+from ..trees.arrays import offsets
 from ..trees.dag import TreeSetDAG
 from ..trees.normalize import is_preterminal
 
@@ -129,12 +130,12 @@ class LabelDAGBatch:
         roots = [p.roots for p in self.parts]
         n_roots = np.array([len(r) for r in roots], dtype=np.int64)
         self.n_nodes = int(nodes.sum())
-        self._sizes, self._offsets = nodes, np.cumsum(nodes) - nodes  # each part's nodes and first node id
+        self._sizes, self._offsets = nodes, offsets(nodes)[:-1]  # each part's nodes and first node id
         self.roots = np.concatenate([np.zeros(0, dtype=np.int64)] + roots)
         self.roots += np.repeat(self._offsets, n_roots)
         ends = [p.set_starts[1:] for p in self.parts]
         self.set_starts = np.concatenate([np.zeros(1, dtype=np.int64)] + ends)
-        self.set_starts[1:] += np.repeat(np.cumsum(n_roots) - n_roots, [len(e) for e in ends])
+        self.set_starts[1:] += np.repeat(offsets(n_roots)[:-1], [len(e) for e in ends])
         with_log_p = [p.log_p is not None for p in self.parts]
         if any(with_log_p) and not all(with_log_p):
             raise StructPrefError("some label DAGs carry log probabilities and some do not")
