@@ -2,16 +2,16 @@
 
 ``spacy_structpref.SGD.v1`` and ``spacy_structpref.Adam.v1`` take the same
 arguments as Thinc's ``SGD.v1`` and ``Adam.v1`` and give the same weights bit
-for bit: after the gradient step (Adam's own compiled kernel, or SGD's
-``w -= lr·g``), Thinc zeroes the gradient, decays the weights and updates
-their running average in separate numpy expressions, each a pass over the
-parameter with a temporary as large. A linear tagger over a hashed feature
-table (Srikumar & Manning 2014) has 10⁷–10⁸ weights of which a minibatch
-touches few, so those passes were most of its training time; here they are one
-compiled pass (:func:`._optimizer.fused_update`). Gradient clipping is
-Thinc's own call, made first as Thinc makes it; anything else (RAdam, L2 added
-to the gradient, arrays not float32 in main memory) goes through Thinc's code
-unchanged."""
+for bit. Thinc's Adam kernel makes three passes over a parameter (the moments
+and the step, the weights, the gradient's reset), and Thinc then decays the
+weights and updates their running average in numpy expressions, each another
+pass with a temporary as large. A linear tagger over a hashed feature table
+(Srikumar & Manning 2014) has 10⁷–10⁸ weights of which a minibatch touches
+few, so those passes were most of its training time; here the step, Adam's
+included, and the rest are one compiled pass
+(:func:`._optimizer.fused_update`). Gradient clipping is Thinc's own call,
+made first as Thinc makes it; anything else (RAdam, L2 added to the gradient,
+arrays not float32 in main memory) goes through Thinc's code unchanged."""
 from typing import Tuple
 
 import numpy
@@ -47,9 +47,11 @@ class FusedOptimizer(Optimizer):
         ops = get_array_ops(weights)
         if self.grad_clip:
             gradient = ops.clip_gradient(gradient, self.grad_clip)
-        step = None
-        if self.b1 > 0.0 and self.b2 > 0.0:  # Adam's kernel steps and zeroes the gradient itself
-            weights, gradient = self._adam(ops, weights, gradient, lr_scale, key, nr_upd)
+        moments = None
+        if self.b1 > 0.0 and self.b2 > 0.0:
+            moments = self._moments(key, weights.size)
+            # Thinc's Optimizer._adam: the bias correction in the step size
+            step = self.learn_rate * (1.0 - self.b2 ** nr_upd) ** 0.5 / (1.0 - self.b1 ** nr_upd) * lr_scale
         else:
             step = lr_scale * self.learn_rate
         decay = lr_scale * self.learn_rate * self.L2 if self.L2 != 0 else None
@@ -59,8 +61,15 @@ class FusedOptimizer(Optimizer):
                 self.averages[key] = numpy.zeros(weights.shape, dtype=numpy.float32)
             averages = self.averages[key]
             keep = 1 - min((1.0 + nr_upd) / (10.0 + nr_upd), MAX_AVERAGE_DECAY)
-        fused_update(weights, gradient, averages, step, decay, keep)
+        fused_update(weights, gradient, averages, step, decay, keep, moments, self.b1, self.b2, self.eps)
         return weights, gradient
+
+    def _moments(self, key: Tuple[int, str], size: int):
+        """Adam's moments of one parameter, kept where Thinc keeps them."""
+        for store in (self.mom1, self.mom2):
+            if key not in store:
+                store[key] = numpy.zeros((size,), dtype=numpy.float32)
+        return self.mom1[key], self.mom2[key]
 
 
 @registry.optimizers("spacy_structpref.SGD.v1")
