@@ -47,6 +47,33 @@ def test_fused_optimizer_equals_thinc_bit_for_bit(thinc_factory, fused_factory, 
         assert numpy.array_equal(expected_avg[(1, "E")], got_avg[(1, "E")])
 
 
+@pytest.mark.parametrize("L2", [0.0, 0.3])
+def test_moments_that_decay_below_the_normal_range_become_zero_and_the_weights_stay_thincs(L2):
+    """A gradient for 3 steps, then none: the first moment decays by beta1 a
+    step into the subnormal range, where Thinc keeps it and the fused Adam
+    stores 0; the steps it would make are lost in the weights' rounding."""
+    tiny = numpy.finfo(numpy.float32).tiny
+    kwargs = dict(learn_rate=0.002, L2=L2, beta1=0.5, grad_clip=0.0)
+    thinc, fused = Adam(**kwargs), FusedAdam(**kwargs)
+    rng = numpy.random.default_rng(0)
+    w0 = rng.normal(size=(6, 5)).astype("f")
+    w1 = w0.copy()
+    seen_subnormal = False
+    for step in range(200):
+        g = rng.normal(size=(6, 5)).astype("f") if step < 3 else numpy.zeros((6, 5), dtype="f")
+        w0, _ = thinc((1, "E"), w0, g.copy())
+        w1, _ = fused((1, "E"), w1, g.copy())
+        assert numpy.array_equal(w0, w1)
+        for key in ("mom1", "mom2"):
+            m0, m1 = getattr(thinc, key)[(1, "E")], getattr(fused, key)[(1, "E")]
+            subnormal = (m0 != 0) & (numpy.abs(m0) < tiny)
+            seen_subnormal |= bool(subnormal.any())
+            assert numpy.array_equal(m1[subnormal], numpy.zeros(int(subnormal.sum()), dtype="f"))
+            assert numpy.array_equal(m0[~subnormal], m1[~subnormal])
+    assert seen_subnormal
+    assert numpy.array_equal(thinc.averages[(1, "E")], fused.averages[(1, "E")])
+
+
 def test_registered_under_versioned_names():
     assert isinstance(registry.optimizers.get("spacy_structpref.SGD.v1")(0.1), FusedOptimizer)
     assert isinstance(registry.optimizers.get("spacy_structpref.Adam.v1")(), FusedOptimizer)
