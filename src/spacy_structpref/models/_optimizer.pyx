@@ -4,7 +4,8 @@ passes after the gradient is known: the SGD step or Adam's (Kingma & Ba 2015,
 Algorithm 1, with Thinc's bias correction folded into the step size), zeroing
 the gradient, weight decay and the running average of the weights. The arithmetic
 is Thinc's own, element by element in float32 and in the same order, so the
-results are bit for bit the same; only the temporaries and the repeated
+results are bit for bit the same (Adam's subnormal moments aside: see
+:func:`fused_update`); only the temporaries and the repeated
 passes over memory go (they dominate training a linear model over a hashed
 feature table of 10⁷ or more entries, whose gradient is mostly zero but whose
 decay and average touch every entry)."""
@@ -14,11 +15,21 @@ from libc.math cimport fabsf, sqrtf
 import numpy
 
 
+cdef inline void _settle(float* w, float* ema, Py_ssize_t i, float x, float decay, float keep, bint do_decay,
+                         bint do_average) noexcept nogil:
+    # after the step: weight decay, the stored weight, its running average
+    if do_decay:
+        x = x - decay * x
+    w[i] = x
+    if do_average:
+        ema[i] = ema[i] - keep * (ema[i] - x)
+
+
 cdef void _adam_step(float* w, float* g, float* m1, float* m2, float* ema, Py_ssize_t n, float step, float b1,
                      float b2, float eps, float decay, float keep, bint do_decay, bint do_average) noexcept nogil:
-    # Thinc's _adam_momentum and VecVec.add_i, operation for operation, then what _fused_update does after a
-    # step; the flags are loop-invariant, so the compiler unswitches them and vectorises each version (sqrt and
-    # division are exact in every lane)
+    # Thinc's _adam_momentum and VecVec.add_i, operation for operation, then _settle; the flags are
+    # loop-invariant, so the compiler unswitches them and vectorises each version (sqrt and division are exact
+    # in every lane)
     cdef Py_ssize_t i
     cdef float gi, u1, u2, x, one_minus_b1 = 1 - b1, one_minus_b2 = 1 - b2, minus_step = -step
     for i in range(n):
@@ -34,11 +45,7 @@ cdef void _adam_step(float* w, float* g, float* m1, float* m2, float* ema, Py_ss
         m2[i] = u2
         x = w[i] + (u1 / (sqrtf(u2) + eps)) * minus_step
         g[i] = 0.0
-        if do_decay:
-            x = x - decay * x
-        w[i] = x
-        if do_average:
-            ema[i] = ema[i] - keep * (ema[i] - x)
+        _settle(w, ema, i, x, decay, keep, do_decay, do_average)
 
 
 cdef void _fused_update(float* w, float* g, float* ema, Py_ssize_t n, float step, float decay, float keep,
@@ -50,11 +57,7 @@ cdef void _fused_update(float* w, float* g, float* ema, Py_ssize_t n, float step
         if do_step:
             x = x - step * g[i]
             g[i] = g[i] * 0.0
-        if do_decay:
-            x = x - decay * x
-        w[i] = x
-        if do_average:
-            ema[i] = ema[i] - keep * (ema[i] - x)
+        _settle(w, ema, i, x, decay, keep, do_decay, do_average)
 
 
 def _flat(name, array, size):
