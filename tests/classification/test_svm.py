@@ -35,3 +35,17 @@ def test_C_is_chosen_on_the_held_out_items_and_refit_on_all():
     model, C, got = fit_tuned(K, y, 2, [0.01, 1.0], held)
     assert got == scores and C == max(scores, key=lambda c: (scores[c], -c))
     np.testing.assert_allclose(model.coef, fit_one_vs_rest(K, y, 2, C).coef)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_a_gram_matrix_that_is_not_finite_is_refused_before_any_svm_trains(bad):
+    # scikit-learn's own scan is skipped in the per-class fits: this check is the only one
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(30, 3))
+    K = X @ X.T
+    K[4, 7] = K[7, 4] = bad
+    y = (X[:, 0] > 0).astype(int)
+    with pytest.raises(StructPrefError, match="not finite"):
+        fit_one_vs_rest(K, y, 2)
+    with pytest.raises(StructPrefError, match="not finite"):
+        fit_tuned(K, y, 2, [0.1, 1.0], np.arange(30) % 10 == 9)
