@@ -105,3 +105,72 @@ def test_deep_forest_needs_no_recursion_limit(monkeypatch):
     assert res.nbest[0][1] == text
     assert _flat(tree) == _flat(res.tree) == _flat(kb.tree(res.forest.root, 0))
     assert _flat(tree)[:6] == ["(TOP", "(NP", "(NN", "a", ")", "(NP"]
+
+
+def _random_hypergraph(data, n_nodes):
+    """Nodes 0..n-1 bottom-up; each node's edges take node tails among the
+    nodes below it (none for the first nodes: edges over words only). Edge
+    log-weights come from a small set, so ties are common, and may be -inf."""
+    heads, tails, logp = [], [], []
+    for v in range(n_nodes):
+        for _ in range(data.draw(st.integers(1 if v < 2 else 0, 3))):
+            arity = 0 if v < 2 else data.draw(st.integers(1, 3))
+            heads.append(v)
+            tails.append([data.draw(st.integers(0, v - 1)) for _ in range(arity)])
+            logp.append(data.draw(st.sampled_from([0.0, -0.5, -1.0, -1.5, -math.inf])))
+    return heads, tails, logp
+
+
+def _enumerated(heads, tails, logp, n_nodes):
+    """Every derivation of every node, sorted as the lists must be: best
+    score first (the tails' scores added in order), then by edge, then by
+    the tails' ranks; -inf derivations left out."""
+    import itertools
+
+    lists = []
+    for v in range(n_nodes):
+        found = []
+        for e in (e for e, h in enumerate(heads) if h == v):
+            for ranks in itertools.product(*(range(len(lists[t])) for t in tails[e])):
+                s = logp[e]
+                for t, r in zip(tails[e], ranks):
+                    s += lists[t][r][0]
+                if s > -math.inf:
+                    found.append((s, e, tuple(ranks)))
+        lists.append(sorted(found, key=lambda d: (-d[0], d[1], d[2])))
+    return lists
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data(), st.integers(1, 6))
+def test_compiled_kbest_lists_every_derivation_in_order(data, n_nodes):
+    import numpy as np
+
+    from spacy_structpref.parsing._kbest import ForestKBest
+    from spacy_structpref.trees.arrays import offsets
+
+    heads, tails, logp = _random_hypergraph(data, n_nodes)
+    order = np.argsort(heads, kind="stable").astype(np.intc)
+    flat = np.asarray([t for tl in tails for t in tl], dtype=np.intc)
+    zeros = np.zeros(n_nodes, dtype=np.intc)
+    core = ForestKBest(offsets(np.bincount(heads, minlength=n_nodes), np.intc), order,
+                       offsets([len(tl) for tl in tails], np.intc), flat, np.asarray(logp, dtype=float),
+                       zeros, zeros, zeros)
+    expected = _enumerated(heads, tails, logp, n_nodes)
+    v = n_nodes - 1
+    # ask for the ranks out of order: lists found on demand must not depend on the order of requests
+    ranks = data.draw(st.permutations(range(min(len(expected[v]), 40) + 1)))
+    for r in ranks:
+        got = core.kth(v, r)
+        assert got == (expected[v][r] if r < len(expected[v]) else None)
+    for u in range(n_nodes):
+        assert [core.kth(u, r) for r in range(min(len(expected[u]), 40))] == expected[u][:40]
+
+
+def test_compiled_kbest_refuses_nodes_and_ranks_out_of_range(grammar):
+    words = "He sold the shares .".split()
+    kb = KBest(Parser(grammar).parse(words).forest, words)
+    with pytest.raises(IndexError, match="not in the forest"):
+        kb.kth(kb.forest.n_nodes, 0)
+    with pytest.raises(IndexError, match="negative"):
+        kb.kth(kb.forest.root, -1)

@@ -9,7 +9,6 @@ the binarised rules; a chain rule becomes a path of unary edges through
 per-chain nodes (the chain's probability on the top edge, 1 below). Node
 labels are plain treebank labels, ``state`` the parser's annotated state.
 """
-import heapq
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -329,24 +328,31 @@ def prune_by_merit(forest: Forest, ratio: float) -> Forest:
 class KBest:
     """Lazy k-best derivations of a forest (Huang & Chiang 2005, algorithm 3).
 
-    Derivations of a node are found on demand: ``kth(v, r)`` pops candidates
-    from v's heap until it knows the r-th best, and a popped derivation
-    ``(e, ranks)`` pushes its successors ``ranks + 1_q`` only then."""
+    Derivations of a node are found on demand, in compiled code
+    (``_kbest.ForestKBest``): ``kth(v, r)`` pops candidates from v's heap
+    until it knows the r-th best, and a popped derivation ``(e, ranks)``
+    pushes its successors only then. Ties are broken by edge id, then by
+    ranks, so a list is one fixed order of the forest's derivations."""
 
     def __init__(self, forest: Forest, words: Sequence[str] = None):
+        from . import _kbest
+
         if not isinstance(forest, Forest):
             raise StructPrefError(f"k-best extraction needs a Forest, got {type(forest).__name__}")
         self.forest = forest
         self.words = words
-        self.incoming = forest.incoming()
-        with np.errstate(divide="ignore"):
-            self.logp = np.log(forest.prob).tolist()
         ts, tails = forest.tail_start.tolist(), forest.tails.tolist()
         self.tails = [tails[ts[e]:ts[e + 1]] for e in range(forest.n_edges)]
-        self.node_tails = [[t for t in tl if t >= 0] for tl in self.tails]
-        self.derivs: Dict[int, list] = {}
-        self.cand: Dict[int, list] = {}
-        self.seen: Dict[int, set] = {}
+        in_edges = np.argsort(forest.head, kind="stable").astype(np.intc)
+        node_tail = forest.tails >= 0
+        edge_of_tail = np.repeat(np.arange(forest.n_edges), np.diff(forest.tail_start))
+        n_node_tails = np.bincount(edge_of_tail[node_tail], minlength=forest.n_edges)
+        with np.errstate(divide="ignore"):
+            logp = np.log(forest.prob)
+        self._core = _kbest.ForestKBest(
+            offsets(np.bincount(forest.head, minlength=forest.n_nodes), np.intc), in_edges,
+            offsets(n_node_tails, np.intc), forest.tails[node_tail].astype(np.intc), logp,
+            forest.label.astype(np.intc), forest.start.astype(np.intc), forest.end.astype(np.intc))
         self._text: Dict[Tuple[int, int], str] = {}
         sym = forest.symbols
         self.label = [sym.labels[x] for x in forest.label.tolist()]
@@ -356,52 +362,7 @@ class KBest:
 
     def kth(self, v: int, r: int):
         """The r-th (0-based) best derivation ``(logp, edge, ranks)`` of node v, or None."""
-        D = self.derivs.get(v)
-        if D is not None and r < len(D):
-            return D[r]
-        return _run(self._kth(v, r))
-
-    def _score(self, e, ranks):
-        s = self.logp[e]
-        for t, r in zip(self.node_tails[e], ranks):
-            D = self.derivs.get(t)
-            d = D[r] if D is not None and r < len(D) else (yield self._kth(t, r))
-            if d is None:
-                return None
-            s += d[0]
-        return s
-
-    def _kth(self, v: int, r: int):
-        # kth as a generator for _run: the tails' derivations are yielded for.
-        D = self.derivs.get(v)
-        if D is None:
-            D = self.derivs[v] = []
-            heap = self.cand[v] = []
-            seen = self.seen[v] = set()
-            for e in self.incoming[v]:
-                ranks = (0,) * len(self.node_tails[e])
-                s = yield from self._score(e, ranks)
-                if s is not None and s > -np.inf:
-                    heap.append((-s, e, ranks))
-                    seen.add((e, ranks))
-            heapq.heapify(heap)
-        heap, seen = self.cand[v], self.seen[v]
-        while len(D) <= r:
-            if D:
-                _, e, ranks = D[-1]
-                for q in range(len(ranks)):
-                    nxt = ranks[:q] + (ranks[q] + 1,) + ranks[q + 1:]
-                    if (e, nxt) in seen:
-                        continue
-                    seen.add((e, nxt))
-                    s = yield from self._score(e, nxt)
-                    if s is not None and s > -np.inf:
-                        heapq.heappush(heap, (-s, e, nxt))
-            if not heap:
-                return None
-            neg, e, ranks = heapq.heappop(heap)
-            D.append((-neg, e, ranks))
-        return D[r]
+        return self._core.kth(v, r)
 
     def _word(self, e, q, t):
         if self.words is not None:
@@ -413,8 +374,10 @@ class KBest:
         """Bottom-up over the r-th derivation of v (found already):
         ``leaf(e, q, t)`` for the word at tail q of edge e, ``combine(v, e,
         kids)`` for a node; results are memoised by (node, rank) in ``memo``."""
+        kth = self._core.kth
+
         def walk(v, r):
-            _, e, ranks = self.derivs[v][r]
+            _, e, ranks = kth(v, r)
             it = iter(ranks)
             kids = []
             for q, t in enumerate(self.tails[e]):
@@ -442,27 +405,27 @@ class KBest:
     def tree(self, v: int, r: int) -> Tree:
         return self._fold(v, r, self._word, lambda v, e, kids: Tree(self.label[v], kids), {})
 
-    def _distinct(self, k: int, key):
-        """``(logp, rank, key(rank))`` of the root's derivations, best first,
-        up to k distinct keys: distinct annotated derivations can yield the
-        same treebank tree, of which the first is kept."""
+    def _distinct(self, k: int):
+        """``(logp, rank)`` of the root's derivations, best first, up to k
+        distinct trees: distinct annotated derivations can yield the same
+        treebank tree, of which the first is kept."""
         if k < 1:
             raise StructPrefError(f"k must be at least 1, got {k}")
         root, seen, r = self.forest.root, set(), 0
         while len(seen) < k:
-            d = self.kth(root, r)
+            d = self._core.kth(root, r)
             if d is None:
                 return
-            x = key(r)
+            x = self._core.key(root, r)
             if x not in seen:
                 seen.add(x)
-                yield float(d[0]), r, x
+                yield float(d[0]), r
             r += 1
 
     def best(self, k: int) -> List[Tuple[float, str, int]]:
         """Up to k distinct trees ``(logp, bracketed, derivation rank)``, best first."""
         root = self.forest.root
-        return [(lp, text, r) for lp, r, text in self._distinct(k, lambda r: self.text(root, r))]
+        return [(lp, self.text(root, r), r) for lp, r in self._distinct(k)]
 
     def dag(self, k: int, symbols: SymbolTable = None) -> Tuple[TreeSetDAG, List[float]]:
         """The trees of :meth:`best` as one hash-consed set, built from the
@@ -486,8 +449,8 @@ class KBest:
 
         memo: dict = {}
         root, logps = self.forest.root, []
-        for lp, _, top in self._distinct(k, lambda r: self._fold(root, r, leaf, combine, memo)[1]):
-            out.add_root(top)
+        for lp, r in self._distinct(k):
+            out.add_root(self._fold(root, r, leaf, combine, memo)[1])
             logps.append(lp)
         return out, logps
 
