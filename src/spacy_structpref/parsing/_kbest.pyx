@@ -32,28 +32,11 @@ cdef struct Deriv:
 cdef struct Node:
     Deriv* found
     int n_found
-    int cap_found
+    Py_ssize_t cap_found
     Deriv* heap
     int n_heap
-    int cap_heap
+    Py_ssize_t cap_heap
     int started
-
-
-cdef int grow_derivs(Deriv** items, int* cap, int need) noexcept nogil:
-    # Room for ``need`` items; 0 when memory runs out.
-    cdef int new_cap
-    cdef Deriv* p
-    if need <= cap[0]:
-        return 1
-    new_cap = cap[0] * 2 if cap[0] > 0 else 4
-    if new_cap < need:
-        new_cap = need
-    p = <Deriv*>realloc(items[0], new_cap * sizeof(Deriv))
-    if p == NULL:
-        return 0
-    items[0] = p
-    cap[0] = new_cap
-    return 1
 
 
 cdef class ForestKBest:
@@ -103,7 +86,7 @@ cdef class ForestKBest:
 
     cdef Py_ssize_t new_ranks(self, int d) noexcept nogil:
         """Offset of ``d`` fresh ints at the pool's end, or -1 (memory)."""
-        if not reserve(&self.pool, self.n_pool + d, &self.cap_pool):
+        if not reserve(<void**>&self.pool, self.n_pool + d, &self.cap_pool, sizeof(int)):
             self.err = 1
             return -1
         self.n_pool += d
@@ -176,7 +159,7 @@ cdef class ForestKBest:
         for q in range(d):
             self.pool[off + q] = (self.pool[base + q] if base >= 0 else 0) + (1 if q == bump else 0)
         node = &self.nodes[v]
-        if not grow_derivs(&node.heap, &node.cap_heap, node.n_heap + 1):
+        if not reserve(<void**>&node.heap, node.n_heap + 1, &node.cap_heap, sizeof(Deriv)):
             self.err = 1
             return
         cand.score, cand.edge, cand.ranks = score, e, off
@@ -204,7 +187,7 @@ cdef class ForestKBest:
                         break
             if node.n_heap == 0:
                 return 0
-            if not grow_derivs(&node.found, &node.cap_found, node.n_found + 1):
+            if not reserve(<void**>&node.found, node.n_found + 1, &node.cap_found, sizeof(Deriv)):
                 self.err = 1
                 return 0
             node.found[node.n_found] = self.heap_pop(node)
@@ -264,7 +247,7 @@ cdef class ForestKBest:
 
 
 cdef int push_pair(int** items, Py_ssize_t* n, Py_ssize_t* cap, int a, int b) noexcept nogil:
-    if not reserve(items, n[0] + 2, cap):
+    if not reserve(<void**>items, n[0] + 2, cap, sizeof(int)):
         return 0
     items[0][n[0]] = a
     items[0][n[0] + 1] = b
@@ -273,7 +256,7 @@ cdef int push_pair(int** items, Py_ssize_t* n, Py_ssize_t* cap, int a, int b) no
 
 
 cdef int push_triple(int** items, Py_ssize_t* n, Py_ssize_t* cap, int a, int b, int c) noexcept nogil:
-    if not reserve(items, n[0] + 3, cap):
+    if not reserve(<void**>items, n[0] + 3, cap, sizeof(int)):
         return 0
     items[0][n[0]] = a
     items[0][n[0] + 1] = b
@@ -282,16 +265,16 @@ cdef int push_triple(int** items, Py_ssize_t* n, Py_ssize_t* cap, int a, int b, 
     return 1
 
 
-cdef int reserve(int** items, Py_ssize_t need, Py_ssize_t* cap) noexcept nogil:
-    # Room for ``need`` ints; 0 when memory runs out.
+cdef int reserve(void** items, Py_ssize_t need, Py_ssize_t* cap, size_t size) noexcept nogil:
+    # Room for ``need`` items of ``size`` bytes, growing by doubling; 0 when memory runs out.
     cdef Py_ssize_t new_cap
-    cdef int* p
+    cdef void* p
     if need <= cap[0]:
         return 1
-    new_cap = 2 * cap[0] if cap[0] > 0 else 64
+    new_cap = 2 * cap[0] if cap[0] > 0 else 16
     if new_cap < need:
         new_cap = need
-    p = <int*>realloc(items[0], new_cap * sizeof(int))
+    p = realloc(items[0], new_cap * size)
     if p == NULL:
         return 0
     items[0] = p
